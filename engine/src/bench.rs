@@ -1,0 +1,184 @@
+//! Checks and measurements that the CLI, `cargo xtask bench` and the app share: a kernel run on
+//! seeded data, compared with the reference, and timed with the profiler. Timings are reported,
+//! never asserted.
+
+use serde::Serialize;
+use web_time::Instant;
+
+use crate::check::{compare_scaled, tolerances, Comparison, Tolerance};
+use crate::gpu::{read_back, storage_buffer, storage_zeroed, GpuContext, Profiler, TimingSource};
+use crate::kernels::{copy_vec4, gemv, KernelError};
+use crate::model::reference;
+use crate::rng::uniform_f32;
+
+/// How long one kernel took, and how that was measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelTime {
+    pub source: TimingSource,
+    pub iterations: u32,
+    /// Median over the timed dispatches (timestamps), or the mean of one submission (wall clock).
+    pub per_dispatch_us: f64,
+    /// The timer's tick as seen in the raw stamps; `None` for wall clock.
+    pub observed_resolution_ns: Option<f64>,
+    pub bytes_moved: u64,
+    pub gb_per_s: f64,
+}
+
+/// The gemv kernel checked against the reference and timed.
+#[derive(Clone, Debug, Serialize)]
+pub struct GemvCheck {
+    pub m: u32,
+    pub k: u32,
+    pub tolerance: Tolerance,
+    pub comparison: Comparison,
+    pub passed: bool,
+    pub time: KernelTime,
+}
+
+/// The bandwidth benchmark: gemv against a plain vec4 copy of the same size, in one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct BandwidthReport {
+    pub adapter: crate::gpu::AdapterReport,
+    pub buffer_mib: u64,
+    pub copy_vec4: KernelTime,
+    pub gemv: GemvCheck,
+    /// gemv GB/s over copy GB/s.
+    pub gemv_over_copy: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+/// Runs `record` `iterations` times, each in its own timed compute pass of one command buffer.
+async fn time_passes(
+    ctx: &GpuContext,
+    label: &str,
+    iterations: u32,
+    bytes_moved: u64,
+    record: &dyn Fn(&mut wgpu::ComputePass<'_>) -> Result<(), KernelError>,
+) -> Result<KernelTime, KernelError> {
+    let mut profiler = Profiler::new(ctx, iterations);
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    for _ in 0..iterations {
+        let timestamp_writes = profiler.timestamp_writes(label);
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(label),
+            timestamp_writes,
+        });
+        record(&mut pass)?;
+    }
+    profiler.resolve(&mut encoder);
+    let start = Instant::now();
+    ctx.queue.submit([encoder.finish()]);
+    let report = profiler.read(ctx).await?;
+    let (per_dispatch_us, observed_resolution_ns) = match profiler.source() {
+        TimingSource::TimestampQuery => (
+            median(report.passes.iter().map(|p| p.gpu_ns / 1e3).collect()),
+            Some(report.observed_resolution_ns),
+        ),
+        TimingSource::WallClock => {
+            // Wait for the work itself: read back one small buffer after it.
+            let probe = storage_zeroed(ctx, "wall clock probe", 4)?;
+            read_back::<u32>(ctx, &probe).await?;
+            (start.elapsed().as_secs_f64() * 1e6 / f64::from(iterations.max(1)), None)
+        }
+    };
+    Ok(KernelTime {
+        source: profiler.source(),
+        iterations,
+        per_dispatch_us,
+        observed_resolution_ns,
+        bytes_moved,
+        gb_per_s: bytes_moved as f64 / (per_dispatch_us * 1e3),
+    })
+}
+
+/// gemv on seeded data of shape `[m, k]`: checked once against the reference, then timed.
+pub async fn gemv_check(
+    ctx: &GpuContext,
+    m: u32,
+    k: u32,
+    iterations: u32,
+) -> Result<GemvCheck, KernelError> {
+    let (mu, ku) = (m as usize, k as usize);
+    let w = uniform_f32(1, mu * ku, 1.0);
+    let x = uniform_f32(2, ku, 1.0);
+    let w_buf = storage_buffer(ctx, "gemv w", &w)?;
+    let x_buf = storage_buffer(ctx, "gemv x", &x)?;
+    let y_buf = storage_zeroed(ctx, "gemv y", u64::from(m) * 4)?;
+
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        gemv::dispatch(ctx, &mut pass, &w_buf, &x_buf, &y_buf, m, k)?;
+    }
+    ctx.queue.submit([encoder.finish()]);
+    let got: Vec<f32> = read_back(ctx, &y_buf).await?;
+
+    let want = reference::gemv(&w, &x, mu, ku);
+    let scale = reference::gemv_magnitude(&w, &x, mu, ku);
+    let tolerance = tolerances::gemv_f32(ku);
+    let comparison = compare_scaled(&got[..mu], &want, &scale, tolerance);
+
+    let bytes = gemv::bytes_moved(m.into(), k.into());
+    let time = time_passes(ctx, "gemv", iterations, bytes, &|pass| {
+        gemv::dispatch(ctx, pass, &w_buf, &x_buf, &y_buf, m, k)
+    })
+    .await?;
+    Ok(GemvCheck { m, k, tolerance, passed: comparison.passed(), comparison, time })
+}
+
+/// The copy and the gemv over buffers of about `buffer_mib` MiB each, timed in one run.
+pub async fn bandwidth(
+    ctx: &GpuContext,
+    buffer_mib: u64,
+    iterations: u32,
+) -> Result<BandwidthReport, KernelError> {
+    let bytes = buffer_mib * 1024 * 1024;
+    let n_vec4 = u32::try_from(bytes / 16).map_err(|_| KernelError::LimitExceeded {
+        what: "copy_vec4 vec4 count",
+        got: bytes / 16,
+        max: u32::MAX.into(),
+    })?;
+    let src = storage_buffer(ctx, "copy src", &uniform_f32(3, n_vec4 as usize * 4, 1.0))?;
+    let dst = storage_zeroed(ctx, "copy dst", bytes)?;
+    let copy = time_passes(ctx, "copy_vec4", iterations, 2 * bytes, &|pass| {
+        copy_vec4::dispatch(ctx, pass, &src, &dst, n_vec4)
+    })
+    .await?;
+    drop((src, dst));
+
+    // Rows of 8192 f32 (32 KiB): long enough that every lane streams many vec4s.
+    let k: u32 = 8192;
+    let m = u32::try_from(bytes / (4 * u64::from(k))).unwrap_or(u32::MAX).max(1);
+    let gemv = gemv_check(ctx, m, k, iterations).await?;
+    Ok(BandwidthReport {
+        adapter: ctx.adapter.clone(),
+        buffer_mib,
+        gemv_over_copy: gemv.time.gb_per_s / copy.gb_per_s,
+        copy_vec4: copy,
+        gemv,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(vec![]).is_nan());
+    }
+}

@@ -1,0 +1,92 @@
+//! Buffer helpers: storage and uniform buffers from typed slices, sizes checked against the
+//! adapter's binding limit, and an async read-back that works on native and in the browser.
+
+use wgpu::util::DeviceExt;
+
+use super::{GpuContext, GpuError};
+
+fn check_binding(ctx: &GpuContext, bytes: u64) -> Result<(), GpuError> {
+    let max = ctx.adapter.limits.max_storage_buffer_binding_size;
+    if bytes > max {
+        return Err(GpuError::BufferTooLarge { what: "one storage binding", got: bytes, max });
+    }
+    Ok(())
+}
+
+/// A storage buffer holding `data`, usable as a kernel input or output and as a copy source.
+pub fn storage_buffer<T: bytemuck::Pod>(
+    ctx: &GpuContext,
+    label: &str,
+    data: &[T],
+) -> Result<wgpu::Buffer, GpuError> {
+    let bytes = bytemuck::cast_slice::<T, u8>(data);
+    check_binding(ctx, bytes.len() as u64)?;
+    Ok(ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: bytes,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+    }))
+}
+
+/// A zero-filled storage buffer of `bytes` bytes.
+pub fn storage_zeroed(ctx: &GpuContext, label: &str, bytes: u64) -> Result<wgpu::Buffer, GpuError> {
+    check_binding(ctx, bytes)?;
+    Ok(ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: bytes.max(4),
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    }))
+}
+
+/// A uniform buffer holding one params struct.
+pub fn uniform_buffer<T: bytemuck::Pod>(ctx: &GpuContext, label: &str, value: &T) -> wgpu::Buffer {
+    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: bytemuck::bytes_of(value),
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+    })
+}
+
+/// Copies `src` into a mappable buffer and reads it as `T`s. On native the poll blocks until the
+/// GPU is done; in the browser the poll is a no-op and the await yields to the event loop.
+pub async fn read_back<T: bytemuck::Pod>(
+    ctx: &GpuContext,
+    src: &wgpu::Buffer,
+) -> Result<Vec<T>, GpuError> {
+    let size = src.size();
+    let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("read_back staging"),
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+    ctx.queue.submit([encoder.finish()]);
+
+    let (tx, rx) = futures_channel::oneshot::channel();
+    staging.map_async(wgpu::MapMode::Read, .., move |result| {
+        // The receiver only disappears if the caller was dropped; nothing to report then.
+        let _ = tx.send(result);
+    });
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| GpuError::Readback(e.to_string()))?;
+    rx.await
+        .map_err(|_| GpuError::Readback("the map callback never ran (device lost?)".into()))?
+        .map_err(|e| GpuError::Readback(e.to_string()))?;
+    if let Some(e) = ctx.take_uncaptured_error() {
+        return Err(GpuError::Validation(e));
+    }
+    let values = {
+        let view = staging.get_mapped_range(..).map_err(|e| GpuError::Readback(e.to_string()))?;
+        bytemuck::cast_slice::<u8, T>(&view).to_vec()
+    };
+    staging.unmap();
+    Ok(values)
+}

@@ -1,0 +1,84 @@
+//! Compute pipelines, compiled once per (shader, entry point, override constants) and reused:
+//! a decode step dispatches the same kernels hundreds of times.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// A WGSL source and the entry point to run. One name in four places: `shaders/NAME.wgsl`,
+/// `kernels/NAME.rs`, the entry point `NAME`, and `model::reference::NAME`.
+#[derive(Clone, Copy, Debug)]
+pub struct ShaderSource {
+    pub name: &'static str,
+    pub wgsl: &'static str,
+    pub entry_point: &'static str,
+}
+
+type Key = (&'static str, &'static str, String);
+
+#[derive(Default)]
+pub struct PipelineCache {
+    pipelines: Mutex<HashMap<Key, wgpu::ComputePipeline>>,
+}
+
+impl PipelineCache {
+    /// The pipeline for `source` with these override constants, compiled on first use.
+    pub fn get(
+        &self,
+        device: &wgpu::Device,
+        source: ShaderSource,
+        constants: &[(&str, f64)],
+    ) -> wgpu::ComputePipeline {
+        let key = (source.name, source.entry_point, format!("{constants:?}"));
+        let mut map = match self.pipelines.lock() {
+            Ok(map) => map,
+            // A panic elsewhere while holding the lock leaves a valid map: keep using it.
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        map.entry(key)
+            .or_insert_with(|| {
+                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(source.name),
+                    source: wgpu::ShaderSource::Wgsl(source.wgsl.into()),
+                });
+                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(source.name),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some(source.entry_point),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants,
+                        ..Default::default()
+                    },
+                    cache: None,
+                })
+            })
+            .clone()
+    }
+
+    pub fn len(&self) -> usize {
+        self.pipelines.lock().map(|m| m.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A bind group for group 0 of `pipeline`: binding index = position in `buffers`.
+pub fn bind_buffers(
+    device: &wgpu::Device,
+    pipeline: &wgpu::ComputePipeline,
+    label: &str,
+    buffers: &[&wgpu::Buffer],
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry> = buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+        .collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    })
+}

@@ -1,0 +1,53 @@
+//! copy_vec4: `dst[i] = src[i]` over N vec4s. Not part of the model: the measured bandwidth
+//! ceiling (bytes read + written per second) that the other kernels are compared with.
+
+use crate::gpu::{bind_buffers, uniform_buffer, GpuContext, ShaderSource};
+
+use super::{check_len, grid_2d, KernelError};
+
+pub const SHADER: ShaderSource = ShaderSource {
+    name: "copy_vec4",
+    wgsl: include_str!("../../../shaders/copy_vec4.wgsl"),
+    entry_point: "copy_vec4",
+};
+
+const WORKGROUP: u64 = 256;
+
+/// Mirrors `struct CopyParams` in copy_vec4.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct CopyParams {
+    pub n_vec4: u32,
+    pub _pad: [u32; 3],
+}
+
+/// Records a copy of `n_vec4` vec4s from `src` to `dst` into `pass`.
+pub fn dispatch(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    src: &wgpu::Buffer,
+    dst: &wgpu::Buffer,
+    n_vec4: u32,
+) -> Result<(), KernelError> {
+    check_len("copy_vec4 src bytes", src, u64::from(n_vec4) * 4)?;
+    check_len("copy_vec4 dst bytes", dst, u64::from(n_vec4) * 4)?;
+    let (gx, gy) = grid_2d(
+        u64::from(n_vec4).div_ceil(WORKGROUP),
+        ctx.adapter.limits.max_compute_workgroups_per_dimension,
+    )?;
+    let pipeline = ctx.pipelines.get(&ctx.device, SHADER, &[]);
+    let params = uniform_buffer(ctx, "copy_vec4 params", &CopyParams { n_vec4, _pad: [0; 3] });
+    let bind_group = bind_buffers(&ctx.device, &pipeline, "copy_vec4", &[&params, src, dst]);
+    pass.set_pipeline(&pipeline);
+    pass.set_bind_group(0, &bind_group, &[]);
+    pass.dispatch_workgroups(gx, gy, 1);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn params_match_the_wgsl_struct_size() {
+        assert_eq!(std::mem::size_of::<super::CopyParams>(), 16);
+    }
+}
