@@ -1,1 +1,9 @@
+//! MoEscope's UI (Leptos, client-side rendered). It owns no math: every number it shows comes
+//! from moescope-engine. Pure state lives in `state` and is tested natively.
 
+mod app;
+pub mod components;
+pub mod pages;
+pub mod state;
+
+pub use app::App;

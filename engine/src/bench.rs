@@ -90,7 +90,10 @@ async fn time_passes(
             // Wait for the work itself: read back one small buffer after it.
             let probe = storage_zeroed(ctx, "wall clock probe", 4)?;
             read_back::<u32>(ctx, &probe).await?;
-            (start.elapsed().as_secs_f64() * 1e6 / f64::from(iterations.max(1)), None)
+            (
+                start.elapsed().as_secs_f64() * 1e6 / f64::from(iterations.max(1)),
+                None,
+            )
         }
     };
     Ok(KernelTime {
@@ -135,7 +138,14 @@ pub async fn gemv_check(
         gemv::dispatch(ctx, pass, &w_buf, &x_buf, &y_buf, m, k)
     })
     .await?;
-    Ok(GemvCheck { m, k, tolerance, passed: comparison.passed(), comparison, time })
+    Ok(GemvCheck {
+        m,
+        k,
+        tolerance,
+        passed: comparison.passed(),
+        comparison,
+        time,
+    })
 }
 
 /// The copy and the gemv over buffers of about `buffer_mib` MiB each, timed in one run.
@@ -160,7 +170,9 @@ pub async fn bandwidth(
 
     // Rows of 8192 f32 (32 KiB): long enough that every lane streams many vec4s.
     let k: u32 = 8192;
-    let m = u32::try_from(bytes / (4 * u64::from(k))).unwrap_or(u32::MAX).max(1);
+    let m = u32::try_from(bytes / (4 * u64::from(k)))
+        .unwrap_or(u32::MAX)
+        .max(1);
     let gemv = gemv_check(ctx, m, k, iterations).await?;
     Ok(BandwidthReport {
         adapter: ctx.adapter.clone(),

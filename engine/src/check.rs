@@ -84,15 +84,28 @@ pub fn compare_scaled(got: &[f32], want: &[f32], scale: &[f64], tol: Tolerance) 
         let allowed = tol.abs + tol.rel * s;
         // NaN in either side is a mismatch: `err <= allowed` is false for NaN.
         let ok = err <= allowed;
-        out.max_abs_error = if err.is_nan() { f64::NAN } else { out.max_abs_error.max(err) };
-        let ratio = if allowed > 0.0 { err / allowed } else { f64::INFINITY };
+        out.max_abs_error = if err.is_nan() {
+            f64::NAN
+        } else {
+            out.max_abs_error.max(err)
+        };
+        let ratio = if allowed > 0.0 {
+            err / allowed
+        } else {
+            f64::INFINITY
+        };
         if !ratio.is_nan() {
             out.worst_ratio_to_allowed = out.worst_ratio_to_allowed.max(ratio);
         }
         if !ok {
             out.mismatch_count += 1;
             if out.mismatches.len() < MAX_REPORTED {
-                out.mismatches.push(Mismatch { index: i, got: g, want: w, allowed });
+                out.mismatches.push(Mismatch {
+                    index: i,
+                    got: g,
+                    want: w,
+                    allowed,
+                });
             }
         }
     }
@@ -103,7 +116,11 @@ pub fn compare_scaled(got: &[f32], want: &[f32], scale: &[f64], tol: Tolerance) 
 mod tests {
     use super::*;
 
-    const TOL: Tolerance = Tolerance { abs: 1e-3, rel: 1e-2, why: "test" };
+    const TOL: Tolerance = Tolerance {
+        abs: 1e-3,
+        rel: 1e-2,
+        why: "test",
+    };
 
     #[test]
     fn equal_values_pass_and_report_zero_error() {

@@ -8,7 +8,13 @@ use moescope_engine::model::reference;
 use moescope_engine::rng::uniform_f32;
 use moescope_tests::gpu;
 
-fn run_gemv(ctx: &GpuContext, w: &[f32], x: &[f32], m: u32, k: u32) -> Result<Vec<f32>, KernelError> {
+fn run_gemv(
+    ctx: &GpuContext,
+    w: &[f32],
+    x: &[f32],
+    m: u32,
+    k: u32,
+) -> Result<Vec<f32>, KernelError> {
     let w_buf = storage_buffer(ctx, "w", w)?;
     let x_buf = storage_buffer(ctx, "x", x)?;
     let y_buf = storage_zeroed(ctx, "y", u64::from(m) * 4)?;
@@ -26,7 +32,15 @@ fn gemv_matches_reference() {
     let Some(ctx) = gpu() else { return };
     // (M, K): 1×4 the smallest; fewer rows than a workgroup; M not a multiple of 8 and K not a
     // multiple of the 1024-float x tile; K much larger than M; M much larger than K.
-    let shapes = [(1, 4), (3, 12), (9, 1028), (1, 8192), (1000, 4), (64, 64), (257, 2052)];
+    let shapes = [
+        (1, 4),
+        (3, 12),
+        (9, 1028),
+        (1, 8192),
+        (1000, 4),
+        (64, 64),
+        (257, 2052),
+    ];
     for (i, &(m, k)) in shapes.iter().enumerate() {
         let (mu, ku) = (m as usize, k as usize);
         let w = uniform_f32(10 + i as u64, mu * ku, 1.0);
@@ -56,7 +70,27 @@ fn gemv_rows_do_not_depend_on_the_batch() {
 fn gemv_rejects_bad_shapes_with_data() {
     let Some(ctx) = gpu() else { return };
     let err = run_gemv(&ctx, &[0.0; 6], &[0.0; 6], 1, 6).expect_err("K = 6 is not a multiple of 4");
-    assert!(matches!(err, KernelError::NotDivisible { value: 6, by: 4, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            KernelError::NotDivisible {
+                value: 6,
+                by: 4,
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = run_gemv(&ctx, &[0.0; 4], &[0.0; 8], 2, 8).expect_err("w is too short for 2x8");
-    assert!(matches!(err, KernelError::Shape { expected: 64, got: 16, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            KernelError::Shape {
+                expected: 64,
+                got: 16,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }

@@ -22,7 +22,10 @@ fn every_shader_parses_and_validates() {
         .validate(&module)
         .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));
         // One name in two places: the file's stem is an entry point of the module.
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
         assert!(
             module.entry_points.iter().any(|ep| ep.name == stem),
             "{}: no entry point named {stem}",
@@ -30,5 +33,8 @@ fn every_shader_parses_and_validates() {
         );
         checked += 1;
     }
-    assert!(checked >= 2, "expected at least gemv.wgsl and copy_vec4.wgsl, found {checked}");
+    assert!(
+        checked >= 2,
+        "expected at least gemv.wgsl and copy_vec4.wgsl, found {checked}"
+    );
 }

@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use moescope_engine::{bench, gpu::GpuContext};
 
 #[derive(Parser)]
-#[command(name = "moescope", version, about = "MoEscope: the engine behind the explorer")]
+#[command(
+    name = "moescope",
+    version,
+    about = "MoEscope: the engine behind the explorer"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -58,7 +62,12 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Adapter => {
             println!("{}", to_json(&ctx.adapter)?);
         }
-        Command::Bench { suite: Suite::Kernels, mib, iterations, json } => {
+        Command::Bench {
+            suite: Suite::Kernels,
+            mib,
+            iterations,
+            json,
+        } => {
             let report = pollster::block_on(bench::bandwidth(&ctx, mib, iterations))
                 .map_err(|e| e.to_string())?;
             if json {
@@ -67,7 +76,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 print_bandwidth(&report);
             }
             if !report.gemv.passed {
-                return Err(report.gemv.comparison.describe("gemv against the reference"));
+                return Err(report
+                    .gemv
+                    .comparison
+                    .describe("gemv against the reference"));
             }
         }
     }
@@ -79,9 +91,15 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String, String> {
 }
 
 fn print_bandwidth(r: &bench::BandwidthReport) {
-    println!("adapter: {} ({}, {})", r.adapter.name, r.adapter.backend, r.adapter.driver);
+    println!(
+        "adapter: {} ({}, {})",
+        r.adapter.name, r.adapter.backend, r.adapter.driver
+    );
     println!("timing: {:?}", r.copy_vec4.source);
-    println!("{:<10} {:>12} {:>14} {:>10}", "kernel", "bytes", "us/dispatch", "GB/s");
+    println!(
+        "{:<10} {:>12} {:>14} {:>10}",
+        "kernel", "bytes", "us/dispatch", "GB/s"
+    );
     for (name, t) in [("copy_vec4", &r.copy_vec4), ("gemv", &r.gemv.time)] {
         println!(
             "{:<10} {:>12} {:>14.1} {:>10.1}",
@@ -92,7 +110,11 @@ fn print_bandwidth(r: &bench::BandwidthReport) {
         "gemv {}x{}: {} (max |err| {:.2e}); gemv/copy bandwidth {:.3}",
         r.gemv.m,
         r.gemv.k,
-        if r.gemv.passed { "matches the reference" } else { "MISMATCH" },
+        if r.gemv.passed {
+            "matches the reference"
+        } else {
+            "MISMATCH"
+        },
         r.gemv.comparison.max_abs_error,
         r.gemv_over_copy
     );

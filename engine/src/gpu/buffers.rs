@@ -8,7 +8,11 @@ use super::{GpuContext, GpuError};
 fn check_binding(ctx: &GpuContext, bytes: u64) -> Result<(), GpuError> {
     let max = ctx.adapter.limits.max_storage_buffer_binding_size;
     if bytes > max {
-        return Err(GpuError::BufferTooLarge { what: "one storage binding", got: bytes, max });
+        return Err(GpuError::BufferTooLarge {
+            what: "one storage binding",
+            got: bytes,
+            max,
+        });
     }
     Ok(())
 }
@@ -21,13 +25,15 @@ pub fn storage_buffer<T: bytemuck::Pod>(
 ) -> Result<wgpu::Buffer, GpuError> {
     let bytes = bytemuck::cast_slice::<T, u8>(data);
     check_binding(ctx, bytes.len() as u64)?;
-    Ok(ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some(label),
-        contents: bytes,
-        usage: wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_SRC
-            | wgpu::BufferUsages::COPY_DST,
-    }))
+    Ok(ctx
+        .device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: bytes,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+        }))
 }
 
 /// A zero-filled storage buffer of `bytes` bytes.
@@ -45,11 +51,12 @@ pub fn storage_zeroed(ctx: &GpuContext, label: &str, bytes: u64) -> Result<wgpu:
 
 /// A uniform buffer holding one params struct.
 pub fn uniform_buffer<T: bytemuck::Pod>(ctx: &GpuContext, label: &str, value: &T) -> wgpu::Buffer {
-    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some(label),
-        contents: bytemuck::bytes_of(value),
-        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-    })
+    ctx.device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: bytemuck::bytes_of(value),
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        })
 }
 
 /// Copies `src` into a mappable buffer and reads it as `T`s. On native the poll blocks until the
@@ -84,7 +91,9 @@ pub async fn read_back<T: bytemuck::Pod>(
         return Err(GpuError::Validation(e));
     }
     let values = {
-        let view = staging.get_mapped_range(..).map_err(|e| GpuError::Readback(e.to_string()))?;
+        let view = staging
+            .get_mapped_range(..)
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
         bytemuck::cast_slice::<u8, T>(&view).to_vec()
     };
     staging.unmap();

@@ -128,14 +128,18 @@ impl GpuContext {
                 max_compute_invocations_per_workgroup: required
                     .max_compute_invocations_per_workgroup,
                 max_compute_workgroup_storage_size: required.max_compute_workgroup_storage_size,
-                max_storage_buffers_per_shader_stage: required
-                    .max_storage_buffers_per_shader_stage,
-                max_compute_workgroups_per_dimension: required
-                    .max_compute_workgroups_per_dimension,
+                max_storage_buffers_per_shader_stage: required.max_storage_buffers_per_shader_stage,
+                max_compute_workgroups_per_dimension: required.max_compute_workgroups_per_dimension,
             },
             timestamp_period_ns,
         };
-        Ok(Self { device, queue, adapter: report, pipelines: PipelineCache::default(), uncaptured })
+        Ok(Self {
+            device,
+            queue,
+            adapter: report,
+            pipelines: PipelineCache::default(),
+            uncaptured,
+        })
     }
 
     pub fn has_timestamps(&self) -> bool {

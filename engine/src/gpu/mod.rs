@@ -21,7 +21,11 @@ pub enum GpuError {
     #[error("could not create the GPU device: {0}")]
     Device(String),
     #[error("a buffer of {got} bytes is larger than this adapter's {max}-byte limit for {what}")]
-    BufferTooLarge { what: &'static str, got: u64, max: u64 },
+    BufferTooLarge {
+        what: &'static str,
+        got: u64,
+        max: u64,
+    },
     #[error("reading results back from the GPU failed: {0}")]
     Readback(String),
     #[error("the GPU reported an error: {0}")]

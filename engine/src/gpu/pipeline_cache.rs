@@ -74,7 +74,10 @@ pub fn bind_buffers(
     let entries: Vec<wgpu::BindGroupEntry> = buffers
         .iter()
         .enumerate()
-        .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+        .map(|(i, b)| wgpu::BindGroupEntry {
+            binding: i as u32,
+            resource: b.as_entire_binding(),
+        })
         .collect();
     device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some(label),

@@ -81,7 +81,10 @@ impl Profiler {
 
     /// Timestamp writes for the next pass, or `None` (no timestamps, or the capacity is used up:
     /// that pass then simply goes untimed).
-    pub fn timestamp_writes(&mut self, label: &str) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+    pub fn timestamp_writes(
+        &mut self,
+        label: &str,
+    ) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
         let index = self.labels.len() as u32;
         if index >= self.capacity_passes {
             return None;
@@ -110,10 +113,16 @@ impl Profiler {
     pub async fn read(&mut self, ctx: &GpuContext) -> Result<ProfileReport, GpuError> {
         let labels = std::mem::take(&mut self.labels);
         let Some(buf) = &self.resolve else {
-            return Ok(ProfileReport { passes: Vec::new(), observed_resolution_ns: f64::NAN });
+            return Ok(ProfileReport {
+                passes: Vec::new(),
+                observed_resolution_ns: f64::NAN,
+            });
         };
         if labels.is_empty() {
-            return Ok(ProfileReport { passes: Vec::new(), observed_resolution_ns: f64::NAN });
+            return Ok(ProfileReport {
+                passes: Vec::new(),
+                observed_resolution_ns: f64::NAN,
+            });
         }
         let raw: Vec<u64> = super::read_back(ctx, buf).await?;
         let raw = &raw[..labels.len() * 2];
@@ -125,7 +134,10 @@ impl Profiler {
                 gpu_ns: pair[1].saturating_sub(pair[0]) as f64 * self.period_ns,
             })
             .collect();
-        Ok(ProfileReport { passes, observed_resolution_ns: gcd_resolution_ns(raw, self.period_ns) })
+        Ok(ProfileReport {
+            passes,
+            observed_resolution_ns: gcd_resolution_ns(raw, self.period_ns),
+        })
     }
 }
 

@@ -36,7 +36,14 @@ pub fn dispatch(
         ctx.adapter.limits.max_compute_workgroups_per_dimension,
     )?;
     let pipeline = ctx.pipelines.get(&ctx.device, SHADER, &[]);
-    let params = uniform_buffer(ctx, "copy_vec4 params", &CopyParams { n_vec4, _pad: [0; 3] });
+    let params = uniform_buffer(
+        ctx,
+        "copy_vec4 params",
+        &CopyParams {
+            n_vec4,
+            _pad: [0; 3],
+        },
+    );
     let bind_group = bind_buffers(&ctx.device, &pipeline, "copy_vec4", &[&params, src, dst]);
     pass.set_pipeline(&pipeline);
     pass.set_bind_group(0, &bind_group, &[]);

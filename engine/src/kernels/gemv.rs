@@ -36,10 +36,18 @@ pub fn dispatch(
     k: u32,
 ) -> Result<(), KernelError> {
     if m == 0 {
-        return Err(KernelError::Shape { what: "gemv M", expected: 1, got: 0 });
+        return Err(KernelError::Shape {
+            what: "gemv M",
+            expected: 1,
+            got: 0,
+        });
     }
     if k == 0 || k % 4 != 0 {
-        return Err(KernelError::NotDivisible { dim: "gemv K", value: k.into(), by: 4 });
+        return Err(KernelError::NotDivisible {
+            dim: "gemv K",
+            value: k.into(),
+            by: 4,
+        });
     }
     check_len("gemv w bytes", w, u64::from(m) * u64::from(k))?;
     check_len("gemv x bytes", x, k.into())?;

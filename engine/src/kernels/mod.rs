@@ -10,11 +10,23 @@ use crate::gpu::GpuError;
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
     #[error("{what}: expected {expected}, got {got}")]
-    Shape { what: &'static str, expected: u64, got: u64 },
+    Shape {
+        what: &'static str,
+        expected: u64,
+        got: u64,
+    },
     #[error("{dim} = {value} must be a multiple of {by}")]
-    NotDivisible { dim: &'static str, value: u64, by: u64 },
+    NotDivisible {
+        dim: &'static str,
+        value: u64,
+        by: u64,
+    },
     #[error("{what} = {got} exceeds the limit {max}")]
-    LimitExceeded { what: &'static str, got: u64, max: u64 },
+    LimitExceeded {
+        what: &'static str,
+        got: u64,
+        max: u64,
+    },
     #[error(transparent)]
     Gpu(#[from] GpuError),
 }
@@ -26,7 +38,11 @@ pub(crate) fn check_len(
     elems: u64,
 ) -> Result<(), KernelError> {
     if buffer.size() < elems * 4 {
-        return Err(KernelError::Shape { what, expected: elems * 4, got: buffer.size() });
+        return Err(KernelError::Shape {
+            what,
+            expected: elems * 4,
+            got: buffer.size(),
+        });
     }
     Ok(())
 }
@@ -38,7 +54,11 @@ pub(crate) fn grid_2d(groups: u64, max_per_dim: u32) -> Result<(u32, u32), Kerne
     let x = groups.clamp(1, max);
     let y = groups.div_ceil(x).max(1);
     if y > max {
-        return Err(KernelError::LimitExceeded { what: "workgroups", got: groups, max: max * max });
+        return Err(KernelError::LimitExceeded {
+            what: "workgroups",
+            got: groups,
+            max: max * max,
+        });
     }
     Ok((x as u32, y as u32))
 }

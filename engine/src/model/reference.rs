@@ -6,11 +6,27 @@
 /// Panics (an internal invariant, not user input) if the slice lengths do not match the shape.
 #[track_caller]
 pub fn gemv(w: &[f32], x: &[f32], m: usize, k: usize) -> Vec<f32> {
-    assert_eq!(w.len(), m * k, "gemv: w has {} values, expected M·K = {}", w.len(), m * k);
-    assert_eq!(x.len(), k, "gemv: x has {} values, expected K = {k}", x.len());
+    assert_eq!(
+        w.len(),
+        m * k,
+        "gemv: w has {} values, expected M·K = {}",
+        w.len(),
+        m * k
+    );
+    assert_eq!(
+        x.len(),
+        k,
+        "gemv: x has {} values, expected K = {k}",
+        x.len()
+    );
     w.chunks_exact(k.max(1))
         .take(m)
-        .map(|row| row.iter().zip(x).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum::<f64>() as f32)
+        .map(|row| {
+            row.iter()
+                .zip(x)
+                .map(|(a, b)| f64::from(*a) * f64::from(*b))
+                .sum::<f64>() as f32
+        })
         .collect()
 }
 
@@ -21,7 +37,12 @@ pub fn gemv_magnitude(w: &[f32], x: &[f32], m: usize, k: usize) -> Vec<f64> {
     assert_eq!(x.len(), k);
     w.chunks_exact(k.max(1))
         .take(m)
-        .map(|row| row.iter().zip(x).map(|(a, b)| (f64::from(*a) * f64::from(*b)).abs()).sum())
+        .map(|row| {
+            row.iter()
+                .zip(x)
+                .map(|(a, b)| (f64::from(*a) * f64::from(*b)).abs())
+                .sum()
+        })
         .collect()
 }
 

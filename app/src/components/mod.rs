@@ -1,0 +1,11 @@
+//! Reusable pieces of the UI, one component per file.
+
+mod header;
+mod kernel_check;
+mod route_error_panel;
+mod webgpu_banner;
+
+pub use header::Header;
+pub use kernel_check::KernelCheck;
+pub use route_error_panel::RouteErrorPanel;
+pub use webgpu_banner::WebGpuBanner;

@@ -1,0 +1,11 @@
+//! One component per page.
+
+mod embed;
+mod labs;
+mod rack;
+mod sandbox;
+
+pub use embed::EmbedPage;
+pub use labs::LabsPage;
+pub use rack::RackPage;
+pub use sandbox::SandboxPage;

@@ -1,0 +1,64 @@
+// Shared by the browser tests: a static server for dist/ under a sub-path (proving the site's
+// URLs are relative), and Debian's Chromium with or without WebGPU.
+import { createServer } from 'node:http';
+import { readFile, mkdir } from 'node:fs/promises';
+import { extname, join, normalize, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const dist = join(here, '..', '..', 'dist');
+export const outputDir = join(here, 'output');
+export const subPath = '/some/blog/moescope/';
+
+const mime = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
+  '.css': 'text/css', '.json': 'application/json', '.png': 'image/png', '.svg': 'image/svg+xml',
+};
+
+export async function serveDist() {
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url, 'http://localhost');
+    if (!url.pathname.startsWith(subPath)) { res.writeHead(404).end('outside the sub-path'); return; }
+    let rel = normalize(decodeURIComponent(url.pathname.slice(subPath.length)) || 'index.html');
+    if (rel.startsWith('..')) { res.writeHead(403).end(); return; }
+    try {
+      const body = await readFile(join(dist, rel));
+      res.writeHead(200, { 'Content-Type': mime[extname(rel)] ?? 'application/octet-stream' }).end(body);
+    } catch {
+      res.writeHead(404).end('not found');
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${server.address().port}${subPath}`;
+  return { base, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+const commonFlags = [
+  '--headless', '--no-sandbox', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+/** Chromium with SwiftShader's WebGPU adapter (webgpu = true) or with WebGPU off. */
+export async function launch({ webgpu }) {
+  const args = webgpu
+    ? [...commonFlags, '--enable-unsafe-webgpu', '--enable-webgpu-developer-features']
+    : [...commonFlags, '--disable-gpu', '--disable-features=WebGPU'];
+  return chromium.launch({ executablePath: '/usr/bin/chromium', args });
+}
+
+/** A page that records console errors, CSP violations and uncaught exceptions. */
+export async function openPage(browser, viewport = { width: 1280, height: 900 }) {
+  const page = await browser.newPage({ viewport });
+  const problems = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' || /Content Security Policy|panicked/.test(m.text())) problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(`uncaught: ${e.message}`));
+  return { page, problems };
+}
+
+export async function screenshot(page, name) {
+  await mkdir(outputDir, { recursive: true });
+  await page.screenshot({ path: join(outputDir, `${name}.png`), fullPage: true });
+}
