@@ -42,7 +42,7 @@ pub fn dispatch(
             got: 0,
         });
     }
-    if k == 0 || k % 4 != 0 {
+    if k == 0 || !k.is_multiple_of(4) {
         return Err(KernelError::NotDivisible {
             dim: "gemv K",
             value: k.into(),
