@@ -29,6 +29,8 @@ pub struct KernelTime {
 pub struct GemvCheck {
     pub m: u32,
     pub k: u32,
+    /// Invocations per row (the shader's `LANES`).
+    pub lanes: u32,
     pub tolerance: Tolerance,
     pub comparison: Comparison,
     pub passed: bool,
@@ -41,9 +43,10 @@ pub struct BandwidthReport {
     pub adapter: crate::gpu::AdapterReport,
     pub buffer_mib: u64,
     pub copy_vec4: KernelTime,
-    pub gemv: GemvCheck,
-    /// gemv GB/s over copy GB/s.
-    pub gemv_over_copy: f64,
+    /// One entry per `LANES` variant, all on the same matrix.
+    pub gemv: Vec<GemvCheck>,
+    /// The fastest variant's GB/s over copy GB/s.
+    pub best_gemv_over_copy: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -106,41 +109,85 @@ async fn time_passes(
     })
 }
 
-/// gemv on seeded data of shape `[m, k]`: checked once against the reference, then timed.
+/// gemv on seeded data of shape `[m, k]` with the default lanes: checked once against the
+/// reference, then timed.
 pub async fn gemv_check(
     ctx: &GpuContext,
     m: u32,
     k: u32,
     iterations: u32,
 ) -> Result<GemvCheck, KernelError> {
+    Ok(gemv_variants(ctx, m, k, &[gemv::DEFAULT_LANES], iterations)
+        .await?
+        .remove(0))
+}
+
+/// gemv on one seeded `[m, k]` matrix for each `lanes` variant, each checked and timed.
+pub async fn gemv_variants(
+    ctx: &GpuContext,
+    m: u32,
+    k: u32,
+    lanes: &[u32],
+    iterations: u32,
+) -> Result<Vec<GemvCheck>, KernelError> {
     let (mu, ku) = (m as usize, k as usize);
     let w = uniform_f32(1, mu * ku, 1.0);
     let x = uniform_f32(2, ku, 1.0);
     let w_buf = storage_buffer(ctx, "gemv w", &w)?;
     let x_buf = storage_buffer(ctx, "gemv x", &x)?;
     let y_buf = storage_zeroed(ctx, "gemv y", u64::from(m) * 4)?;
+    let want = reference::gemv(&w, &x, mu, ku);
+    let scale = reference::gemv_magnitude(&w, &x, mu, ku);
+    drop(w);
+    let mut out = Vec::with_capacity(lanes.len());
+    for &lanes in lanes {
+        out.push(
+            gemv_variant(
+                ctx,
+                [&w_buf, &x_buf, &y_buf],
+                (m, k, lanes),
+                &want,
+                &scale,
+                iterations,
+            )
+            .await?,
+        );
+    }
+    Ok(out)
+}
+
+async fn gemv_variant(
+    ctx: &GpuContext,
+    [w_buf, x_buf, y_buf]: [&wgpu::Buffer; 3],
+    (m, k, lanes): (u32, u32, u32),
+    want: &[f32],
+    scale: &[f64],
+    iterations: u32,
+) -> Result<GemvCheck, KernelError> {
+    let mu = m as usize;
+    let clear = vec![f32::NAN; mu];
+    ctx.queue
+        .write_buffer(y_buf, 0, bytemuck::cast_slice(&clear));
 
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());
-        gemv::dispatch(ctx, &mut pass, &w_buf, &x_buf, &y_buf, m, k)?;
+        gemv::dispatch_with_lanes(ctx, &mut pass, w_buf, x_buf, y_buf, m, k, lanes)?;
     }
     ctx.queue.submit([encoder.finish()]);
-    let got: Vec<f32> = read_back(ctx, &y_buf).await?;
-
-    let want = reference::gemv(&w, &x, mu, ku);
-    let scale = reference::gemv_magnitude(&w, &x, mu, ku);
-    let tolerance = tolerances::gemv_f32(ku);
-    let comparison = compare_scaled(&got[..mu], &want, &scale, tolerance);
+    let got: Vec<f32> = read_back(ctx, y_buf).await?;
+    let tolerance = tolerances::gemv_f32(k as usize, lanes);
+    let comparison = compare_scaled(&got[..mu], want, scale, tolerance);
 
     let bytes = gemv::bytes_moved(m.into(), k.into());
     let time = time_passes(ctx, "gemv", iterations, bytes, &|pass| {
-        gemv::dispatch(ctx, pass, &w_buf, &x_buf, &y_buf, m, k)
+        gemv::dispatch_with_lanes(ctx, pass, w_buf, x_buf, y_buf, m, k, lanes)
     })
     .await?;
     Ok(GemvCheck {
         m,
         k,
+        lanes,
         tolerance,
         passed: comparison.passed(),
         comparison,
@@ -173,11 +220,12 @@ pub async fn bandwidth(
     let m = u32::try_from(bytes / (4 * u64::from(k)))
         .unwrap_or(u32::MAX)
         .max(1);
-    let gemv = gemv_check(ctx, m, k, iterations).await?;
+    let gemv = gemv_variants(ctx, m, k, &gemv::LANE_CHOICES, iterations).await?;
+    let best = gemv.iter().map(|g| g.time.gb_per_s).fold(0.0, f64::max);
     Ok(BandwidthReport {
         adapter: ctx.adapter.clone(),
         buffer_mib,
-        gemv_over_copy: gemv.time.gb_per_s / copy.gb_per_s,
+        best_gemv_over_copy: best / copy.gb_per_s,
         copy_vec4: copy,
         gemv,
     })

@@ -161,10 +161,12 @@ pub mod tolerances {
 
     /// gemv in f32, compared with `scale = Σ|w·x|` per row. The classical bound for a computed
     /// dot product is γ_n·Σ|w·x| with γ_n ≈ n·u, n the longest chain of roundings one term goes
-    /// through. In our kernel: 1 product, 3 adds inside the vec4 `dot`, ⌈K/128⌉ adds into the
-    /// lane's accumulator, 5 levels of the 32-lane tree. (FMA contraction only removes roundings.)
-    pub fn gemv_f32(k: usize) -> Tolerance {
-        let n = 1 + 3 + k.div_ceil(128) + 5;
+    /// through. In our kernel: 1 product, 3 adds inside the vec4 `dot`, ⌈K/(4·lanes)⌉ adds into
+    /// the lane's accumulator, log2(lanes) levels of the tree. (FMA contraction only removes
+    /// roundings.)
+    pub fn gemv_f32(k: usize, lanes: u32) -> Tolerance {
+        let lanes = lanes.max(1);
+        let n = 1 + 3 + k.div_ceil(4 * lanes as usize) + lanes.ilog2() as usize;
         Tolerance {
             abs: 0.0,
             rel: n as f64 * U / (1.0 - n as f64 * U),

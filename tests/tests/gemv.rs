@@ -1,5 +1,6 @@
 //! gemv against `model::reference::gemv` on a real adapter, over the edge shapes of STYLE.md.
-//! Tolerance: `check::tolerances::gemv_f32(K)`, the γ_n bound of the kernel's summation order.
+//! Tolerance: `check::tolerances::gemv_f32(K, lanes)`, the γ_n bound of the kernel's summation
+//! order.
 
 use moescope_engine::check::{compare_scaled, tolerances};
 use moescope_engine::gpu::{read_back, storage_buffer, storage_zeroed, GpuContext};
@@ -15,13 +16,24 @@ fn run_gemv(
     m: u32,
     k: u32,
 ) -> Result<Vec<f32>, KernelError> {
+    run_gemv_lanes(ctx, w, x, m, k, gemv::DEFAULT_LANES)
+}
+
+fn run_gemv_lanes(
+    ctx: &GpuContext,
+    w: &[f32],
+    x: &[f32],
+    m: u32,
+    k: u32,
+    lanes: u32,
+) -> Result<Vec<f32>, KernelError> {
     let w_buf = storage_buffer(ctx, "w", w)?;
     let x_buf = storage_buffer(ctx, "x", x)?;
     let y_buf = storage_zeroed(ctx, "y", u64::from(m) * 4)?;
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());
-        gemv::dispatch(ctx, &mut pass, &w_buf, &x_buf, &y_buf, m, k)?;
+        gemv::dispatch_with_lanes(ctx, &mut pass, &w_buf, &x_buf, &y_buf, m, k, lanes)?;
     }
     ctx.queue.submit([encoder.finish()]);
     Ok(pollster::block_on(read_back::<f32>(ctx, &y_buf))?[..m as usize].to_vec())
@@ -45,11 +57,17 @@ fn gemv_matches_reference() {
         let (mu, ku) = (m as usize, k as usize);
         let w = uniform_f32(10 + i as u64, mu * ku, 1.0);
         let x = uniform_f32(100 + i as u64, ku, 1.0);
-        let got = run_gemv(&ctx, &w, &x, m, k).expect("gemv runs");
         let want = reference::gemv(&w, &x, mu, ku);
         let scale = reference::gemv_magnitude(&w, &x, mu, ku);
-        let c = compare_scaled(&got, &want, &scale, tolerances::gemv_f32(ku));
-        assert!(c.passed(), "{}", c.describe(&format!("gemv {m}x{k}")));
+        for lanes in gemv::LANE_CHOICES {
+            let got = run_gemv_lanes(&ctx, &w, &x, m, k, lanes).expect("gemv runs");
+            let c = compare_scaled(&got, &want, &scale, tolerances::gemv_f32(ku, lanes));
+            assert!(
+                c.passed(),
+                "{}",
+                c.describe(&format!("gemv {m}x{k} lanes {lanes}"))
+            );
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! gemv: `y[M] = W[M, K] · x[K]` in f32, the memory-bound heart of every decode step. One
-//! workgroup of 256 computes 8 rows with 32 lanes per row; x is staged in workgroup memory.
-//! Constraints: `K % 4 == 0`, `M ≥ 1`. Reference: `model::reference::gemv`.
+//! workgroup of 256 computes `256 / lanes` rows with `lanes` invocations per row; x is staged in
+//! workgroup memory. Constraints: `K % 4 == 0`, `M ≥ 1`, `lanes` ∈ {32, 64, 128, 256}.
+//! Reference: `model::reference::gemv`.
 
 use crate::gpu::{bind_buffers, uniform_buffer, GpuContext, ShaderSource};
 
@@ -12,9 +13,12 @@ pub const SHADER: ShaderSource = ShaderSource {
     entry_point: "gemv",
 };
 
-/// Rows per workgroup and lanes per row, as in the shader.
-pub const ROWS_PER_WORKGROUP: u64 = 8;
-pub const LANES_PER_ROW: u64 = 32;
+/// Invocations per workgroup, as in the shader.
+const WORKGROUP: u32 = 256;
+/// The shader's default `LANES`: invocations that share one row.
+pub const DEFAULT_LANES: u32 = 32;
+/// The `LANES` values the shader supports (powers of two, at most one workgroup).
+pub const LANE_CHOICES: [u32; 4] = [32, 64, 128, 256];
 
 /// Mirrors `struct GemvParams` in gemv.wgsl.
 #[repr(C)]
@@ -25,7 +29,7 @@ pub struct GemvParams {
     pub _pad: [u32; 2],
 }
 
-/// Records `y = W · x` into `pass`. `w` holds `M·K` f32, `x` holds `K`, `y` at least `M`.
+/// Records `y = W · x` into `pass` with the default lanes per row.
 pub fn dispatch(
     ctx: &GpuContext,
     pass: &mut wgpu::ComputePass<'_>,
@@ -35,6 +39,29 @@ pub fn dispatch(
     m: u32,
     k: u32,
 ) -> Result<(), KernelError> {
+    dispatch_with_lanes(ctx, pass, w, x, y, m, k, DEFAULT_LANES)
+}
+
+/// Records `y = W · x` into `pass` with `lanes` invocations per row. `w` holds `M·K` f32, `x`
+/// holds `K`, `y` at least `M`.
+#[allow(clippy::too_many_arguments)] // the shape (m, k) and the variant, each named
+pub fn dispatch_with_lanes(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    w: &wgpu::Buffer,
+    x: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    m: u32,
+    k: u32,
+    lanes: u32,
+) -> Result<(), KernelError> {
+    if !LANE_CHOICES.contains(&lanes) {
+        return Err(KernelError::NotDivisible {
+            dim: "gemv lanes (32..=256, power of two)",
+            value: lanes.into(),
+            by: 32,
+        });
+    }
     if m == 0 {
         return Err(KernelError::Shape {
             what: "gemv M",
@@ -53,11 +80,13 @@ pub fn dispatch(
     check_len("gemv x bytes", x, k.into())?;
     check_len("gemv y bytes", y, m.into())?;
     let (gx, gy) = grid_2d(
-        u64::from(m).div_ceil(ROWS_PER_WORKGROUP),
+        u64::from(m).div_ceil(u64::from(WORKGROUP / lanes)),
         ctx.adapter.limits.max_compute_workgroups_per_dimension,
     )?;
 
-    let pipeline = ctx.pipelines.get(&ctx.device, SHADER, &[]);
+    let pipeline = ctx
+        .pipelines
+        .get(&ctx.device, SHADER, &[("LANES", f64::from(lanes))]);
     let params = uniform_buffer(ctx, "gemv params", &GemvParams { m, k, _pad: [0; 2] });
     let bind_group = bind_buffers(&ctx.device, &pipeline, "gemv", &[&params, w, x, y]);
     pass.set_pipeline(&pipeline);
