@@ -145,7 +145,7 @@ pub async fn gemv_variants(
             gemv_variant(
                 ctx,
                 [&w_buf, &x_buf, &y_buf],
-                (m, k, lanes),
+                gemv::GemvShape { m, k, lanes },
                 &want,
                 &scale,
                 iterations,
@@ -159,11 +159,12 @@ pub async fn gemv_variants(
 async fn gemv_variant(
     ctx: &GpuContext,
     [w_buf, x_buf, y_buf]: [&wgpu::Buffer; 3],
-    (m, k, lanes): (u32, u32, u32),
+    shape: gemv::GemvShape,
     want: &[f32],
     scale: &[f64],
     iterations: u32,
 ) -> Result<GemvCheck, KernelError> {
+    let gemv::GemvShape { m, k, lanes } = shape;
     let mu = m as usize;
     let clear = vec![f32::NAN; mu];
     ctx.queue
@@ -172,7 +173,7 @@ async fn gemv_variant(
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());
-        gemv::dispatch_with_lanes(ctx, &mut pass, w_buf, x_buf, y_buf, m, k, lanes)?;
+        gemv::dispatch(ctx, &mut pass, w_buf, x_buf, y_buf, shape)?;
     }
     ctx.queue.submit([encoder.finish()]);
     let got: Vec<f32> = read_back(ctx, y_buf).await?;
@@ -181,7 +182,7 @@ async fn gemv_variant(
 
     let bytes = gemv::bytes_moved(m.into(), k.into());
     let time = time_passes(ctx, "gemv", iterations, bytes, &|pass| {
-        gemv::dispatch_with_lanes(ctx, pass, w_buf, x_buf, y_buf, m, k, lanes)
+        gemv::dispatch(ctx, pass, w_buf, x_buf, y_buf, shape)
     })
     .await?;
     Ok(GemvCheck {

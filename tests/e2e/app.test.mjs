@@ -1,16 +1,14 @@
 // The site as a visitor uses it: the gemv kernel check on WebGPU, bad addresses, no WebGPU.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { serveDist, launch, openPage, screenshot } from './harness.mjs';
+import { serveDist, withPage, screenshot } from './harness.mjs';
 
 let server;
 before(async () => { server = await serveDist(); });
 after(async () => { await server.close(); });
 
 test('the gemv kernel check passes on WebGPU and shows adapter and time', async () => {
-  const browser = await launch({ webgpu: true });
-  try {
-    const { page, problems } = await openPage(browser);
+  await withPage({ webgpu: true }, async ({ page, problems }) => {
     await page.goto(`${server.base}#/sandbox`);
     const check = page.getByTestId('gemv-check');
     await check.waitFor();
@@ -29,15 +27,11 @@ test('the gemv kernel check passes on WebGPU and shows adapter and time', async 
     await page.setViewportSize({ width: 390, height: 844 });
     await screenshot(page, 'sandbox-phone');
     assert.deepEqual(problems, []);
-  } finally {
-    await browser.close();
-  }
+  });
 });
 
 test('bad addresses show a message and the app keeps working', async () => {
-  const browser = await launch({ webgpu: true });
-  try {
-    const { page, problems } = await openPage(browser);
+  await withPage({ webgpu: true }, async ({ page, problems }) => {
     await page.goto(`${server.base}#/definitely-not-a-page`);
     const error = page.getByTestId('route-error');
     await error.waitFor();
@@ -54,15 +48,11 @@ test('bad addresses show a message and the app keeps working', async () => {
     await page.goto(`${server.base}#/embed/pareto?v=1`);
     await page.getByTestId('embed').waitFor();
     assert.deepEqual(problems, []);
-  } finally {
-    await browser.close();
-  }
+  });
 });
 
 test('without WebGPU the page says so instead of crashing', async () => {
-  const browser = await launch({ webgpu: false });
-  try {
-    const { page, problems } = await openPage(browser);
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
     await page.goto(`${server.base}#/sandbox`);
     await page.getByTestId('webgpu-banner').waitFor();
     await page.waitForFunction(
@@ -71,7 +61,5 @@ test('without WebGPU the page says so instead of crashing', async () => {
     assert.match(await page.getByTestId('gemv-error').innerText(), /GPU/);
     await screenshot(page, 'no-webgpu');
     assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
-  } finally {
-    await browser.close();
-  }
+  });
 });

@@ -62,3 +62,13 @@ export async function screenshot(page, name) {
   await mkdir(outputDir, { recursive: true });
   await page.screenshot({ path: join(outputDir, `${name}.png`), fullPage: true });
 }
+
+/** Runs `body({ page, problems })` in a fresh browser that is always closed afterwards. */
+export async function withPage({ webgpu }, body) {
+  const browser = await launch({ webgpu });
+  try {
+    return await body(await openPage(browser));
+  } finally {
+    await browser.close();
+  }
+}

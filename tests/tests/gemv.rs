@@ -33,7 +33,14 @@ fn run_gemv_lanes(
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());
-        gemv::dispatch_with_lanes(ctx, &mut pass, &w_buf, &x_buf, &y_buf, m, k, lanes)?;
+        gemv::dispatch(
+            ctx,
+            &mut pass,
+            &w_buf,
+            &x_buf,
+            &y_buf,
+            gemv::GemvShape { m, k, lanes },
+        )?;
     }
     ctx.queue.submit([encoder.finish()]);
     Ok(pollster::block_on(read_back::<f32>(ctx, &y_buf))?[..m as usize].to_vec())

@@ -29,32 +29,35 @@ pub struct GemvParams {
     pub _pad: [u32; 2],
 }
 
-/// Records `y = W · x` into `pass` with the default lanes per row.
+/// The problem and the variant: `y[M] = W[M, K] · x[K]` with `lanes` invocations per row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemvShape {
+    pub m: u32,
+    pub k: u32,
+    pub lanes: u32,
+}
+
+impl GemvShape {
+    /// `[m, k]` with the default lanes per row.
+    pub fn new(m: u32, k: u32) -> Self {
+        Self {
+            m,
+            k,
+            lanes: DEFAULT_LANES,
+        }
+    }
+}
+
+/// Records `y = W · x` into `pass`. `w` holds `M·K` f32, `x` holds `K`, `y` at least `M`.
 pub fn dispatch(
     ctx: &GpuContext,
     pass: &mut wgpu::ComputePass<'_>,
     w: &wgpu::Buffer,
     x: &wgpu::Buffer,
     y: &wgpu::Buffer,
-    m: u32,
-    k: u32,
+    shape: GemvShape,
 ) -> Result<(), KernelError> {
-    dispatch_with_lanes(ctx, pass, w, x, y, m, k, DEFAULT_LANES)
-}
-
-/// Records `y = W · x` into `pass` with `lanes` invocations per row. `w` holds `M·K` f32, `x`
-/// holds `K`, `y` at least `M`.
-#[allow(clippy::too_many_arguments)] // the shape (m, k) and the variant, each named
-pub fn dispatch_with_lanes(
-    ctx: &GpuContext,
-    pass: &mut wgpu::ComputePass<'_>,
-    w: &wgpu::Buffer,
-    x: &wgpu::Buffer,
-    y: &wgpu::Buffer,
-    m: u32,
-    k: u32,
-    lanes: u32,
-) -> Result<(), KernelError> {
+    let GemvShape { m, k, lanes } = shape;
     if !LANE_CHOICES.contains(&lanes) {
         return Err(KernelError::NotDivisible {
             dim: "gemv lanes (32..=256, power of two)",
