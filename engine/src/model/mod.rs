@@ -1,4 +1,9 @@
-//! The sandbox model. For now only its CPU reference operations; the deepseek-mini config,
-//! weights, KV cache and decode loop land with the engine issue.
+//! The sandbox model, deepseek-mini: its config, its weights, the CPU reference forward (the
+//! oracle), the eager WebGPU forward, and the decode loop over either.
 
+pub mod config;
 pub mod reference;
+pub mod weights;
+
+pub use config::{ConfigError, GateFunction, MoeConfig};
+pub use weights::{Tensor, WeightError, Weights};
