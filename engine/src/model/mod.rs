@@ -3,7 +3,23 @@
 
 pub mod config;
 pub mod reference;
+pub mod tokenizer;
 pub mod weights;
 
 pub use config::{ConfigError, GateFunction, MoeConfig};
 pub use weights::{Tensor, WeightError, Weights};
+
+/// Why a forward pass or a generation was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("the input has no tokens")]
+    EmptyInput,
+    #[error("token id {token} is outside the vocabulary of {vocab}")]
+    TokenOutOfRange { token: u32, vocab: usize },
+    #[error("the context is full: {needed} positions needed, the model holds {max}")]
+    ContextFull { needed: usize, max: usize },
+    #[error(transparent)]
+    Kernel(#[from] crate::kernels::KernelError),
+    #[error(transparent)]
+    Gpu(#[from] crate::gpu::GpuError),
+}
