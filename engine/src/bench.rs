@@ -182,7 +182,7 @@ async fn gemv_variant(
 
     let bytes = gemv::bytes_moved(m.into(), k.into());
     let time = time_passes(ctx, "gemv", iterations, bytes, &|pass| {
-        gemv::dispatch(ctx, pass, w_buf, x_buf, y_buf, shape)
+        gemv::dispatch(ctx, pass, w_buf, x_buf, y_buf, shape).map(|_| ())
     })
     .await?;
     Ok(GemvCheck {

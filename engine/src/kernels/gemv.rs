@@ -49,6 +49,7 @@ impl GemvShape {
 }
 
 /// Records `y = W · x` into `pass`. `w` holds `M·K` f32, `x` holds `K`, `y` at least `M`.
+/// Returns the bytes it moves (`bytes_moved`).
 pub fn dispatch(
     ctx: &GpuContext,
     pass: &mut wgpu::ComputePass<'_>,
@@ -56,7 +57,7 @@ pub fn dispatch(
     x: &wgpu::Buffer,
     y: &wgpu::Buffer,
     shape: GemvShape,
-) -> Result<(), KernelError> {
+) -> Result<u64, KernelError> {
     let GemvShape { m, k, lanes } = shape;
     if !LANE_CHOICES.contains(&lanes) {
         return Err(KernelError::NotDivisible {
@@ -95,7 +96,7 @@ pub fn dispatch(
     pass.set_pipeline(&pipeline);
     pass.set_bind_group(0, &bind_group, &[]);
     pass.dispatch_workgroups(gx, gy, 1);
-    Ok(())
+    Ok(bytes_moved(m.into(), k.into()))
 }
 
 /// Bytes one dispatch must move through memory at least: W and x read once, y written once.

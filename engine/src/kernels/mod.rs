@@ -1,10 +1,78 @@
 //! One module per kernel family, each paired with `shaders/<same name>.wgsl`: its params struct
 //! (mirrored by a WGSL struct), its shader source and a `dispatch` that validates shapes.
 
+pub mod add;
+pub mod copy_rows;
 pub mod copy_vec4;
+pub mod embed;
+pub mod gather_rows;
 pub mod gemv;
+pub mod matmul;
+pub mod mla_scores;
+pub mod mla_values;
+pub mod moe_topk;
+pub mod rms_norm;
+pub mod rope;
+pub mod scatter_add;
+pub mod sigmoid;
+pub mod silu_mul;
+pub mod softmax;
 
-use crate::gpu::GpuError;
+use crate::gpu::{bind_buffers, uniform_buffer, GpuContext, GpuError, ShaderSource};
+
+/// Invocations per workgroup of the one-invocation-per-element kernels.
+const FLAT_WORKGROUP: u64 = 256;
+
+/// Records a kernel that runs one invocation per element over `invocations` elements, in
+/// workgroups of 256 spread over a 2D grid (see `grid_2d`).
+pub(crate) fn launch<P: bytemuck::Pod>(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    source: ShaderSource,
+    params: &P,
+    buffers: &[&wgpu::Buffer],
+    invocations: u64,
+) -> Result<(), KernelError> {
+    let groups = grid_2d(
+        invocations.div_ceil(FLAT_WORKGROUP),
+        ctx.adapter.limits.max_compute_workgroups_per_dimension,
+    )?;
+    launch_groups(ctx, pass, source, params, buffers, groups)
+}
+
+/// Records a kernel over an explicit `(x, y)` grid of workgroups. The params struct is bound at
+/// 0, then `buffers` in order: the shader's binding numbers.
+pub(crate) fn launch_groups<P: bytemuck::Pod>(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    source: ShaderSource,
+    params: &P,
+    buffers: &[&wgpu::Buffer],
+    (gx, gy): (u32, u32),
+) -> Result<(), KernelError> {
+    let max = ctx.adapter.limits.max_compute_workgroups_per_dimension;
+    if gx > max || gy > max {
+        return Err(KernelError::LimitExceeded {
+            what: "workgroups per dimension",
+            got: gx.max(gy).into(),
+            max: max.into(),
+        });
+    }
+    if gx == 0 || gy == 0 {
+        // Nothing to do (an empty batch): record nothing.
+        return Ok(());
+    }
+    let pipeline = ctx.pipelines.get(&ctx.device, source, &[]);
+    let uniform = uniform_buffer(ctx, source.name, params);
+    let mut all = Vec::with_capacity(buffers.len() + 1);
+    all.push(&uniform);
+    all.extend_from_slice(buffers);
+    let bind_group = bind_buffers(&ctx.device, &pipeline, source.name, &all);
+    pass.set_pipeline(&pipeline);
+    pass.set_bind_group(0, &bind_group, &[]);
+    pass.dispatch_workgroups(gx, gy, 1);
+    Ok(())
+}
 
 /// A kernel refused its inputs; every variant carries the numbers that were wrong.
 #[derive(Debug, thiserror::Error)]

@@ -435,8 +435,7 @@ mod tests {
         let prompt = encode("Mixture of experts");
         let full = logits_of(&prompt);
         let mut cache = KvCache::new(&w.config);
-        forward(w, &prompt[..10], &mut cache)
-            .unwrap();
+        forward(w, &prompt[..10], &mut cache).unwrap();
         for (i, &t) in prompt.iter().enumerate().skip(10) {
             let step = forward(w, &[t], &mut cache).unwrap();
             assert_eq!(step.logits, full[i * v..(i + 1) * v], "position {i}");
@@ -447,9 +446,20 @@ mod tests {
     #[test]
     fn activations_stay_in_range_through_all_layers() {
         let w = model();
-        let out = forward(w, &(0..64).collect::<Vec<u32>>(), &mut KvCache::new(&w.config)).unwrap();
+        let out = forward(
+            w,
+            &(0..64).collect::<Vec<u32>>(),
+            &mut KvCache::new(&w.config),
+        )
+        .unwrap();
         let n = out.logits.len() as f64;
-        let rms = (out.logits.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / n).sqrt();
+        let rms = (out
+            .logits
+            .iter()
+            .map(|v| f64::from(*v).powi(2))
+            .sum::<f64>()
+            / n)
+            .sqrt();
         // lm_head has unit gain on a normalized state: logits of order 1, neither 0 nor huge.
         assert!((0.3..3.0).contains(&rms), "logit rms {rms}");
         // Routing is not collapsed: 64 tokens use more than a handful of the 16 experts.
@@ -466,12 +476,18 @@ mod tests {
     fn bad_input_is_an_error() {
         let w = model();
         let mut cache = KvCache::new(&w.config);
-        assert!(matches!(forward(w, &[], &mut cache), Err(ModelError::EmptyInput)));
+        assert!(matches!(
+            forward(w, &[], &mut cache),
+            Err(ModelError::EmptyInput)
+        ));
         assert!(matches!(
             forward(w, &[300], &mut cache),
             Err(ModelError::TokenOutOfRange { token: 300, .. })
         ));
         cache.len = w.config.max_seq_len;
-        assert!(matches!(forward(w, &[1], &mut cache), Err(ModelError::ContextFull { .. })));
+        assert!(matches!(
+            forward(w, &[1], &mut cache),
+            Err(ModelError::ContextFull { .. })
+        ));
     }
 }

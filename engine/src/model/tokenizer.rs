@@ -8,7 +8,10 @@ pub fn encode(text: &str) -> Vec<u32> {
 
 /// Decodes ids to text; ids above 255 (never produced by a byte-level model) are skipped.
 pub fn decode(tokens: &[u32]) -> String {
-    let bytes: Vec<u8> = tokens.iter().filter_map(|&t| u8::try_from(t).ok()).collect();
+    let bytes: Vec<u8> = tokens
+        .iter()
+        .filter_map(|&t| u8::try_from(t).ok())
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 

@@ -1,0 +1,51 @@
+//! copy_rows: strided row copies, the eager MLA path's copy/concat kernels.
+use crate::gpu::{GpuContext, ShaderSource};
+
+use super::{check_len, launch, KernelError};
+
+pub const SHADER: ShaderSource = ShaderSource {
+    name: "copy_rows",
+    wgsl: include_str!("../../../shaders/copy_rows.wgsl"),
+    entry_point: "copy_rows",
+};
+
+/// Mirrors the params struct of the shader.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct CopyRowsParams {
+    pub rows: u32,
+    pub width: u32,
+    pub src_base: u32,
+    pub src_stride: u32,
+    pub dst_base: u32,
+    pub dst_stride: u32,
+    pub _pad: [u32; 2],
+}
+
+/// Returns bytes moved.
+pub fn dispatch(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    src: &wgpu::Buffer,
+    dst: &wgpu::Buffer,
+    p: CopyRowsParams,
+) -> Result<u64, KernelError> {
+    let last = |base: u32, stride: u32| {
+        u64::from(base)
+            + u64::from(p.rows.saturating_sub(1)) * u64::from(stride)
+            + u64::from(p.width)
+    };
+    check_len("copy_rows src", src, last(p.src_base, p.src_stride))?;
+    check_len("copy_rows dst", dst, last(p.dst_base, p.dst_stride))?;
+    let n = u64::from(p.rows) * u64::from(p.width);
+    launch(ctx, pass, SHADER, &p, &[src, dst], n)?;
+    Ok(8 * n)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn params_match_the_wgsl_struct_size() {
+        assert_eq!(std::mem::size_of::<super::CopyRowsParams>(), 32);
+    }
+}
