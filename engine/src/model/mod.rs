@@ -2,6 +2,7 @@
 //! oracle), the eager WebGPU forward, and the decode loop over either.
 
 pub mod config;
+pub mod gpu;
 pub mod reference;
 pub mod tokenizer;
 pub mod weights;
@@ -18,6 +19,10 @@ pub enum ModelError {
     TokenOutOfRange { token: u32, vocab: usize },
     #[error("the context is full: {needed} positions needed, the model holds {max}")]
     ContextFull { needed: usize, max: usize },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Weights(#[from] WeightError),
     #[error(transparent)]
     Kernel(#[from] crate::kernels::KernelError),
     #[error(transparent)]
