@@ -1,12 +1,17 @@
 //! The `moescope` command line: other tools call it, so its interface is a contract.
-//! Today: `adapter` and `bench kernels`; generate, accuracy and rack land with their issues.
+//! Today: `adapter`, `bench kernels` and `generate`; accuracy and rack land with their issues.
 
 // Printing results is this binary's whole job.
 #![allow(clippy::print_stdout)]
 
 use std::process::ExitCode;
 
+use std::io::Write;
+use std::sync::Arc;
+
 use clap::{Parser, Subcommand, ValueEnum};
+use moescope_engine::model::generate::{self, Engine, GenerateOptions, Sampling};
+use moescope_engine::model::{tokenizer, MoeConfig, Weights};
 use moescope_engine::{bench, gpu::GpuContext};
 
 #[derive(Parser)]
@@ -38,6 +43,39 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Generate text with deepseek-mini (greedy unless a temperature is given).
+    Generate {
+        /// The prompt (byte-level: any UTF-8 text).
+        #[arg(long)]
+        prompt: String,
+        /// Tokens to generate.
+        #[arg(long)]
+        tokens: usize,
+        /// Which engine runs the model.
+        #[arg(long, value_enum, default_value = "gpu")]
+        backend: BackendArg,
+        /// Seeds the sampler and, without --weights, the synthetic weights.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Sample at this temperature (> 0) instead of greedy decoding.
+        #[arg(long)]
+        temperature: Option<f32>,
+        /// With --temperature: keep the smallest set of tokens whose probability reaches this.
+        #[arg(long, default_value_t = 1.0)]
+        top_p: f32,
+        /// A safetensors weight file (default: synthetic weights from --seed).
+        #[arg(long)]
+        weights: Option<std::path::PathBuf>,
+        /// Print one JSON object instead of streaming the text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    Gpu,
+    Cpu,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -56,10 +94,14 @@ fn main() -> ExitCode {
     }
 }
 
+fn gpu_context() -> Result<GpuContext, String> {
+    pollster::block_on(GpuContext::new()).map_err(|e| e.to_string())
+}
+
 fn run(cli: Cli) -> Result<(), String> {
-    let ctx = pollster::block_on(GpuContext::new()).map_err(|e| e.to_string())?;
     match cli.command {
         Command::Adapter => {
+            let ctx = gpu_context()?;
             println!("{}", to_json(&ctx.adapter)?);
         }
         Command::Bench {
@@ -68,6 +110,7 @@ fn run(cli: Cli) -> Result<(), String> {
             iterations,
             json,
         } => {
+            let ctx = gpu_context()?;
             let report = pollster::block_on(bench::bandwidth(&ctx, mib, iterations))
                 .map_err(|e| e.to_string())?;
             if json {
@@ -79,6 +122,106 @@ fn run(cli: Cli) -> Result<(), String> {
                 let what = format!("gemv (lanes {}) against the reference", bad.lanes);
                 return Err(bad.comparison.describe(&what));
             }
+        }
+        Command::Generate {
+            prompt,
+            tokens,
+            backend,
+            seed,
+            temperature,
+            top_p,
+            weights,
+            json,
+        } => run_generate(GenerateArgs {
+            prompt,
+            tokens,
+            backend,
+            seed,
+            temperature,
+            top_p,
+            weights,
+            json,
+        })?,
+    }
+    Ok(())
+}
+
+struct GenerateArgs {
+    prompt: String,
+    tokens: usize,
+    backend: BackendArg,
+    seed: u64,
+    temperature: Option<f32>,
+    top_p: f32,
+    weights: Option<std::path::PathBuf>,
+    json: bool,
+}
+
+fn run_generate(a: GenerateArgs) -> Result<(), String> {
+    let config = MoeConfig::deepseek_mini();
+    let weights = match &a.weights {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Weights::from_safetensors(&bytes, &config)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None => Weights::synthetic(&config, a.seed).map_err(|e| e.to_string())?,
+    };
+    let mut engine = match a.backend {
+        BackendArg::Cpu => Engine::cpu(weights),
+        BackendArg::Gpu => {
+            Engine::gpu(Arc::new(gpu_context()?), &weights).map_err(|e| e.to_string())?
+        }
+    };
+    let sampling = match a.temperature {
+        None => Sampling::Greedy,
+        Some(temperature) => Sampling::Temperature {
+            temperature,
+            top_p: a.top_p,
+        },
+    };
+    let opts = GenerateOptions {
+        max_new_tokens: a.tokens,
+        sampling,
+        seed: a.seed,
+    };
+    let prompt = tokenizer::encode(&a.prompt);
+    let json = a.json;
+    // Stream raw bytes: a multi-byte character arrives one token at a time.
+    let mut stdout = std::io::stdout();
+    let result = pollster::block_on(generate::generate(
+        &mut engine,
+        &prompt,
+        opts,
+        &mut |step| {
+            if !json {
+                let _ = stdout.write_all(&[step.token as u8]);
+                let _ = stdout.flush();
+            }
+            true
+        },
+    ))
+    .map_err(|e| e.to_string())?;
+    if json {
+        println!("{}", to_json(&result)?);
+    } else {
+        println!();
+        eprintln!(
+            "{} tokens on {} ({}): {:.2} ms/step ({:.1} tokens/s), {:.0} kernels/step, {:.2} MB/step; prefill {:.1} ms",
+            result.tokens.len(),
+            result.backend.name(),
+            result.adapter,
+            result.ms_per_step,
+            result.tokens_per_s,
+            result.kernels_per_step,
+            result.bytes_per_step / 1e6,
+            result.prefill_ms,
+        );
+        for tie in &result.near_ties {
+            eprintln!(
+                "near tie at step {} ({}): margin {:.2e}",
+                tie.step, tie.kind, tie.margin
+            );
         }
     }
     Ok(())

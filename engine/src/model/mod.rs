@@ -2,6 +2,7 @@
 //! oracle), the eager WebGPU forward, and the decode loop over either.
 
 pub mod config;
+pub mod generate;
 pub mod gpu;
 pub mod reference;
 pub mod tokenizer;
@@ -19,6 +20,8 @@ pub enum ModelError {
     TokenOutOfRange { token: u32, vocab: usize },
     #[error("the context is full: {needed} positions needed, the model holds {max}")]
     ContextFull { needed: usize, max: usize },
+    #[error("invalid sampling settings: {0}")]
+    Sampling(String),
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
