@@ -58,7 +58,7 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Sample at this temperature (> 0) instead of greedy decoding.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         temperature: Option<f32>,
         /// With --temperature: keep the smallest set of tokens whose probability reaches this.
         #[arg(long, default_value_t = 1.0)]
