@@ -1,4 +1,5 @@
-// The site as a visitor uses it: the gemv kernel check on WebGPU, bad addresses, no WebGPU.
+// The site as a visitor uses it: the gemv kernel check and text generation on WebGPU, bad
+// addresses, and generation on the CPU fallback without WebGPU.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { serveDist, withPage, screenshot } from './harness.mjs';
@@ -60,6 +61,65 @@ test('without WebGPU the page says so instead of crashing', async () => {
       null, { timeout: 60_000 });
     assert.match(await page.getByTestId('gemv-error').innerText(), /GPU/);
     await screenshot(page, 'no-webgpu');
+    assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
+  });
+});
+
+/** Clicks Generate and waits for the run to end; returns the panel's text. */
+async function generate(page, tokens) {
+  const panel = page.getByTestId('generator');
+  const before = Number(await panel.getAttribute('data-runs'));
+  await page.getByTestId('gen-tokens').fill(String(tokens));
+  await page.getByTestId('gen-run').click();
+  await page.waitForFunction(
+    (n) => Number(document.querySelector('[data-testid=generator]')?.dataset.runs) > n,
+    before, { timeout: 240_000 });
+  assert.equal(await panel.getAttribute('data-status'), 'done', await panel.innerText());
+  return panel;
+}
+
+/** The expert table: one row per generated token, two experts (E0..E15) per MoE layer. */
+async function assertExpertRows(page, tokens) {
+  const rows = page.locator('[data-testid=gen-experts] tbody tr');
+  assert.equal(await rows.count(), tokens);
+  const cells = await rows.first().locator('td').allInnerTexts();
+  assert.equal(cells.length, 4, cells.join(' | '));
+  for (const c of cells.slice(1)) assert.match(c, /^E\d+ E\d+$/);
+}
+
+test('the sandbox generates tokens on WebGPU with tokens/s and experts per token', async () => {
+  await withPage({ webgpu: true }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/sandbox`);
+    await page.getByTestId('generator').waitFor();
+    await page.getByTestId('gen-prompt').fill('Route me');
+    await generate(page, 6);
+    assert.match(await page.getByTestId('gen-backend').innerText(), /WebGPU, eager/);
+    assert.equal(await page.getByTestId('gen-fallback').count(), 0);
+    const stats = await page.getByTestId('gen-stats').innerText();
+    assert.match(stats, /[\d.]+ tokens\/s/);
+    assert.match(stats, /1\d\d kernels per step/);
+    assert.match(stats, /MB read and written per step/);
+    await assertExpertRows(page, 6);
+    await screenshot(page, 'sandbox-generated');
+    assert.deepEqual(problems, []);
+  });
+});
+
+test('without WebGPU the sandbox generates on the CPU fallback and says so', async () => {
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/sandbox`);
+    await page.getByTestId('generator').waitFor();
+    await generate(page, 8);
+    assert.match(await page.getByTestId('gen-fallback').innerText(), /CPU reference compiled to WebAssembly/);
+    assert.match(await page.getByTestId('gen-backend').innerText(), /CPU reference in WebAssembly/);
+    assert.match(await page.getByTestId('gen-stats').innerText(), /tokens\/s/);
+    await assertExpertRows(page, 8);
+    // Bad input gives a message, and the panel still works afterwards.
+    await page.getByTestId('gen-tokens').fill('0');
+    await page.getByTestId('gen-run').click();
+    assert.match(await page.getByTestId('gen-error').innerText(), /1 to 256/);
+    await generate(page, 2);
+    await screenshot(page, 'sandbox-cpu-fallback');
     assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
   });
 });

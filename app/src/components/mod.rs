@@ -1,10 +1,12 @@
 //! Reusable pieces of the UI, one component per file.
 
+mod generator;
 mod header;
 mod kernel_check;
 mod route_error_panel;
 mod webgpu_banner;
 
+pub use generator::GeneratePanel;
 pub use header::Header;
 pub use kernel_check::KernelCheck;
 pub use route_error_panel::RouteErrorPanel;
