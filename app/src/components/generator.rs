@@ -202,7 +202,7 @@ pub fn GeneratePanel() -> impl IntoView {
                     <tbody>
                         {move || rows.get().into_iter().map(|r| view! {
                             <tr>
-                                <td><code>{format!("{:?}", r.text)}</code></td>
+                                <td><code>{r.text}</code></td>
                                 {r.experts.into_iter().map(|ids| view! {
                                     <td>{ids.iter().map(|e| format!("E{e}")).collect::<Vec<_>>().join(" ")}</td>
                                 }).collect_view()}
@@ -318,7 +318,7 @@ async fn run_loop(
         bytes.push(step.token as u8);
         total_ms += step.ms;
         let count = bytes.len() as f64;
-        let row = TokenRow { text: step.text.clone(), experts: step.experts.clone() };
+        let row = TokenRow { text: token_label(step.token), experts: step.experts.clone() };
         let (kernels, mb) = (step.kernels as f64, step.bytes as f64 / 1e6);
         s.output.set(String::from_utf8_lossy(&bytes).into_owned());
         s.rows.update(|r| r.push(row));
@@ -327,4 +327,15 @@ async fn run_loop(
         yield_to_browser().await;
     }
     Ok(())
+}
+
+/// A byte token as a reader can see it: printable ASCII quoted, anything else (part of a
+/// multi-byte character, or a control byte) as hex.
+fn token_label(token: u32) -> String {
+    match u8::try_from(token) {
+        Ok(b' ') => "' '".to_owned(),
+        Ok(b) if b.is_ascii_graphic() => format!("'{}'", b as char),
+        Ok(b) => format!("0x{b:02X}"),
+        Err(_) => format!("#{token}"),
+    }
 }
