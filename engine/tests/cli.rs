@@ -1,3 +1,4 @@
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 //! The `moescope generate` interface is a contract other tools call: its flags and its JSON
 //! fields. These run the real binary on the CPU backend (no GPU needed).
 

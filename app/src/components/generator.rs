@@ -65,17 +65,19 @@ struct Engines {
 
 async fn build_gpu(weights: &Weights) -> Result<Engine, String> {
     let ctx = GpuContext::new().await.map_err(|e| e.to_string())?;
-    Engine::gpu(Arc::new(ctx), weights).map_err(|e| e.to_string())
+    // In the browser wgpu's handles are not Send; the Arc is the engine's native-friendly API and
+    // costs one refcount here.
+    #[allow(clippy::arc_with_non_send_sync)]
+    let ctx = Arc::new(ctx);
+    Engine::gpu(ctx, weights).map_err(|e| e.to_string())
 }
 
 /// Lets the browser paint between tokens.
 async fn yield_to_browser() {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         if let Some(w) = web_sys::window() {
-            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(
-                resolve.unchecked_ref(),
-                0,
-            );
+            let _ =
+                w.set_timeout_with_callback_and_timeout_and_arguments_0(resolve.unchecked_ref(), 0);
         }
     });
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
@@ -107,7 +109,9 @@ pub fn GeneratePanel() -> impl IntoView {
             let n = match tokens.get_untracked().trim().parse::<usize>() {
                 Ok(n) if (1..=256).contains(&n) => n,
                 _ => {
-                    status.set(Status::Error("Tokens must be a whole number from 1 to 256.".into()));
+                    status.set(Status::Error(
+                        "Tokens must be a whole number from 1 to 256.".into(),
+                    ));
                     runs.update(|r| *r += 1);
                     return;
                 }
@@ -123,11 +127,24 @@ pub fn GeneratePanel() -> impl IntoView {
             rows.set(Vec::new());
             stats.set(None);
             status.set(Status::Preparing);
-            let (stop, engines, weights) = (Rc::clone(&stop), Rc::clone(&engines), Rc::clone(&weights));
+            let (stop, engines, weights) =
+                (Rc::clone(&stop), Rc::clone(&engines), Rc::clone(&weights));
             spawn_local(async move {
                 let result = generate(
-                    &engines, &weights, choice.get_untracked(), &prompt_ids, n, &stop,
-                    Sinks { status, output, rows, backend_label, fallback_note, stats },
+                    &engines,
+                    &weights,
+                    choice.get_untracked(),
+                    &prompt_ids,
+                    n,
+                    &stop,
+                    Sinks {
+                        status,
+                        output,
+                        rows,
+                        backend_label,
+                        fallback_note,
+                        stats,
+                    },
                 )
                 .await;
                 match result {
@@ -236,7 +253,8 @@ async fn generate(
     s: Sinks,
 ) -> Result<(), String> {
     if weights.borrow().is_none() {
-        let w = Weights::synthetic(&MoeConfig::deepseek_mini(), WEIGHTS_SEED).map_err(|e| e.to_string())?;
+        let w = Weights::synthetic(&MoeConfig::deepseek_mini(), WEIGHTS_SEED)
+            .map_err(|e| e.to_string())?;
         *weights.borrow_mut() = Some(w);
     }
     let w = weights.borrow().clone().ok_or("weights missing")?;
@@ -272,16 +290,29 @@ async fn generate(
     }
     let mut engine = match engine {
         Some(e) => e,
-        None => engines.borrow_mut().cpu.take().unwrap_or_else(|| Engine::cpu(w.clone())),
+        None => engines
+            .borrow_mut()
+            .cpu
+            .take()
+            .unwrap_or_else(|| Engine::cpu(w.clone())),
     };
     s.backend_label.set(match engine.backend() {
-        Backend::Gpu => format!("Engine: WebGPU, eager (one kernel per op) on {}", adapter_name(&engine)),
-        Backend::Cpu => "Engine: CPU reference in WebAssembly (fallback, f64 accumulation)".to_owned(),
+        Backend::Gpu => format!(
+            "Engine: WebGPU, eager (one kernel per op) on {}",
+            adapter_name(&engine)
+        ),
+        Backend::Cpu => {
+            "Engine: CPU reference in WebAssembly (fallback, f64 accumulation)".to_owned()
+        }
     });
     s.status.set(Status::Running);
     yield_to_browser().await;
 
-    let opts = GenerateOptions { max_new_tokens: n, sampling: Sampling::Greedy, seed: 0 };
+    let opts = GenerateOptions {
+        max_new_tokens: n,
+        sampling: Sampling::Greedy,
+        seed: 0,
+    };
     let result = run_loop(&mut engine, prompt, opts, stop, s).await;
     // Put the engine back for the next click.
     let mut cell = engines.borrow_mut();
@@ -308,7 +339,9 @@ async fn run_loop(
     stop: &Rc<RefCell<bool>>,
     s: Sinks,
 ) -> Result<(), String> {
-    let mut generator = Generator::start(engine, prompt, opts).await.map_err(|e| e.to_string())?;
+    let mut generator = Generator::start(engine, prompt, opts)
+        .await
+        .map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
     let mut total_ms = 0.0;
     while !*stop.borrow() {
@@ -318,7 +351,10 @@ async fn run_loop(
         bytes.push(step.token as u8);
         total_ms += step.ms;
         let count = bytes.len() as f64;
-        let row = TokenRow { text: token_label(step.token), experts: step.experts.clone() };
+        let row = TokenRow {
+            text: token_label(step.token),
+            experts: step.experts.clone(),
+        };
         let (kernels, mb) = (step.kernels as f64, step.bytes as f64 / 1e6);
         s.output.set(String::from_utf8_lossy(&bytes).into_owned());
         s.rows.update(|r| r.push(row));

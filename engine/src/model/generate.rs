@@ -35,7 +35,9 @@ impl Backend {
     }
 }
 
-/// A model ready to run on one backend, with its KV cache.
+/// A model ready to run on one backend, with its KV cache. There is one per backend, never a
+/// collection of them, so the size difference of the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Engine {
     Cpu {
         weights: Weights,
@@ -255,7 +257,8 @@ impl Generator {
         opts: GenerateOptions,
     ) -> Result<Self, ModelError> {
         if let Sampling::Temperature { temperature, top_p } = opts.sampling {
-            if !(temperature.is_finite() && temperature > 0.0) || !(top_p > 0.0 && top_p <= 1.0) {
+            let valid = temperature.is_finite() && temperature > 0.0 && top_p > 0.0 && top_p <= 1.0;
+            if !valid {
                 return Err(ModelError::Sampling(format!(
                     "temperature must be > 0 and top-p in (0, 1], got {temperature} and {top_p}"
                 )));
