@@ -98,7 +98,7 @@ pub fn GeneratePanel() -> impl IntoView {
     let stats = RwSignal::new(None::<(f64, f64, f64, f64)>);
     let stop = Rc::new(RefCell::new(false));
     let engines = Rc::new(RefCell::new(Engines::default()));
-    let weights: Rc<RefCell<Option<Weights>>> = Rc::new(RefCell::new(None));
+    let weights: Rc<RefCell<Option<Rc<Weights>>>> = Rc::new(RefCell::new(None));
 
     let run = {
         let stop = Rc::clone(&stop);
@@ -245,19 +245,25 @@ struct Sinks {
 
 async fn generate(
     engines: &Rc<RefCell<Engines>>,
-    weights: &Rc<RefCell<Option<Weights>>>,
+    weights: &Rc<RefCell<Option<Rc<Weights>>>>,
     choice: Choice,
     prompt: &[u32],
     n: usize,
     stop: &Rc<RefCell<bool>>,
     s: Sinks,
 ) -> Result<(), String> {
-    if weights.borrow().is_none() {
-        let w = Weights::synthetic(&MoeConfig::deepseek_mini(), WEIGHTS_SEED)
-            .map_err(|e| e.to_string())?;
-        *weights.borrow_mut() = Some(w);
-    }
-    let w = weights.borrow().clone().ok_or("weights missing")?;
+    // Built once; a click only clones the Rc. The CPU engine copies them once, when it is built.
+    let cached = weights.borrow().clone();
+    let w = match cached {
+        Some(w) => w,
+        None => {
+            let w = Weights::synthetic(&MoeConfig::deepseek_mini(), WEIGHTS_SEED)
+                .map_err(|e| e.to_string())?;
+            let w = Rc::new(w);
+            *weights.borrow_mut() = Some(Rc::clone(&w));
+            w
+        }
+    };
 
     // Pick and build the engine; taken out of the cell while it runs.
     let want_gpu = choice != Choice::Cpu;
@@ -294,7 +300,7 @@ async fn generate(
             .borrow_mut()
             .cpu
             .take()
-            .unwrap_or_else(|| Engine::cpu(w.clone())),
+            .unwrap_or_else(|| Engine::cpu((*w).clone())),
     };
     s.backend_label.set(match engine.backend() {
         Backend::Gpu => format!(

@@ -44,32 +44,7 @@ enum Command {
         json: bool,
     },
     /// Generate text with deepseek-mini (greedy unless a temperature is given).
-    Generate {
-        /// The prompt (byte-level: any UTF-8 text).
-        #[arg(long)]
-        prompt: String,
-        /// Tokens to generate.
-        #[arg(long)]
-        tokens: usize,
-        /// Which engine runs the model.
-        #[arg(long, value_enum, default_value = "gpu")]
-        backend: BackendArg,
-        /// Seeds the sampler and, without --weights, the synthetic weights.
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// Sample at this temperature (> 0) instead of greedy decoding.
-        #[arg(long, allow_negative_numbers = true)]
-        temperature: Option<f32>,
-        /// With --temperature: keep the smallest set of tokens whose probability reaches this.
-        #[arg(long, default_value_t = 1.0)]
-        top_p: f32,
-        /// A safetensors weight file (default: synthetic weights from --seed).
-        #[arg(long)]
-        weights: Option<std::path::PathBuf>,
-        /// Print one JSON object instead of streaming the text.
-        #[arg(long)]
-        json: bool,
-    },
+    Generate(GenerateArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -123,37 +98,36 @@ fn run(cli: Cli) -> Result<(), String> {
                 return Err(bad.comparison.describe(&what));
             }
         }
-        Command::Generate {
-            prompt,
-            tokens,
-            backend,
-            seed,
-            temperature,
-            top_p,
-            weights,
-            json,
-        } => run_generate(GenerateArgs {
-            prompt,
-            tokens,
-            backend,
-            seed,
-            temperature,
-            top_p,
-            weights,
-            json,
-        })?,
+        Command::Generate(args) => run_generate(args)?,
     }
     Ok(())
 }
 
+#[derive(clap::Args)]
 struct GenerateArgs {
+    /// The prompt (byte-level: any UTF-8 text).
+    #[arg(long)]
     prompt: String,
+    /// Tokens to generate.
+    #[arg(long)]
     tokens: usize,
+    /// Which engine runs the model.
+    #[arg(long, value_enum, default_value = "gpu")]
     backend: BackendArg,
+    /// Seeds the sampler and, without --weights, the synthetic weights.
+    #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Sample at this temperature (> 0) instead of greedy decoding.
+    #[arg(long, allow_negative_numbers = true)]
     temperature: Option<f32>,
+    /// With --temperature: keep the smallest set of tokens whose probability reaches this.
+    #[arg(long, default_value_t = 1.0)]
     top_p: f32,
+    /// A safetensors weight file (default: synthetic weights from --seed).
+    #[arg(long)]
     weights: Option<std::path::PathBuf>,
+    /// Print one JSON object instead of streaming the text.
+    #[arg(long)]
     json: bool,
 }
 

@@ -293,14 +293,6 @@ impl Generator {
         self.steps.len() >= self.opts.max_new_tokens
     }
 
-    pub fn steps(&self) -> &[StepStats] {
-        &self.steps
-    }
-
-    pub fn prefill_ms(&self) -> f64 {
-        self.prefill_ms
-    }
-
     /// Picks the next token and feeds it through the model (which yields its experts and the
     /// logits for the token after it). `None` once `max_new_tokens` are generated.
     pub async fn next(&mut self, engine: &mut Engine) -> Result<Option<&StepStats>, ModelError> {

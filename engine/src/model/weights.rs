@@ -47,10 +47,6 @@ impl Tensor {
     pub fn rows(&self) -> usize {
         self.shape.first().copied().unwrap_or(0)
     }
-    /// Columns of a 2-D tensor (its last dimension).
-    pub fn cols(&self) -> usize {
-        self.shape.last().copied().unwrap_or(0)
-    }
 }
 
 /// A SwiGLU feed-forward: `w_down · (silu(w_gate·x) ⊙ (w_up·x))`.
