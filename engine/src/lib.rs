@@ -7,4 +7,5 @@ pub mod check;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
+pub mod rack;
 pub mod rng;

@@ -1,5 +1,5 @@
 //! The `moescope` command line: other tools call it, so its interface is a contract.
-//! Today: `adapter`, `bench kernels` and `generate`; accuracy and rack land with their issues.
+//! Today: `adapter`, `bench kernels`, `generate` and `rack eval|sweep|waterfall|calibrate`.
 
 // Printing results is this binary's whole job.
 #![allow(clippy::print_stdout)]
@@ -12,6 +12,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand, ValueEnum};
 use moescope_engine::model::generate::{self, Engine, GenerateOptions, Sampling};
 use moescope_engine::model::{tokenizer, MoeConfig, Weights};
+use moescope_engine::rack::{self, calibrate};
 use moescope_engine::{bench, gpu::GpuContext};
 
 #[derive(Parser)]
@@ -45,6 +46,38 @@ enum Command {
     },
     /// Generate text with deepseek-mini (greedy unless a temperature is given).
     Generate(GenerateArgs),
+    /// The rack model: estimates for a scenario file (TOML or JSON), and its calibration.
+    Rack {
+        #[command(subcommand)]
+        command: RackCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum RackCommand {
+    /// Evaluate one scenario: one JSON object.
+    Eval { scenario: String },
+    /// The scenario over concurrency: a JSON array of points (the Pareto curve).
+    Sweep {
+        scenario: String,
+        /// Points in the sweep.
+        #[arg(long, default_value_t = 32)]
+        points: usize,
+    },
+    /// Add the scenario's optimizations one at a time: a JSON array, one entry each.
+    Waterfall { scenario: String },
+    /// Fit the efficiency parameters to the public figures and show every residual.
+    Calibrate {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Write the fit to engine/src/rack/fitted.json (where the app loads it from).
+        #[arg(long)]
+        write: bool,
+        /// Only report the committed fit's residuals; do not refit.
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -99,6 +132,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         }
         Command::Generate(args) => run_generate(args)?,
+        Command::Rack { command } => run_rack(command)?,
     }
     Ok(())
 }
@@ -235,6 +269,84 @@ fn print_bandwidth(r: &bench::BandwidthReport) {
         println!(
             "gemv {}x{}; best gemv/copy bandwidth {:.3}",
             g.m, g.k, r.best_gemv_over_copy
+        );
+    }
+}
+
+fn load_scenario(path: &str) -> Result<rack::Scenario, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    rack::Scenario::from_text(path, &text).map_err(|e| format!("{path}: {e}"))
+}
+
+fn run_rack(command: RackCommand) -> Result<(), String> {
+    let params = rack::Params::fitted();
+    match command {
+        RackCommand::Eval { scenario } => {
+            let s = load_scenario(&scenario)?;
+            let e = rack::eval(&s, &params).map_err(|e| format!("{scenario}: {e}"))?;
+            println!("{}", to_json(&e)?);
+        }
+        RackCommand::Sweep { scenario, points } => {
+            let s = load_scenario(&scenario)?;
+            let curve = rack::sweep(&s, &params, points).map_err(|e| format!("{scenario}: {e}"))?;
+            println!("{}", to_json(&curve)?);
+        }
+        RackCommand::Waterfall { scenario } => {
+            let s = load_scenario(&scenario)?;
+            let steps = rack::waterfall(&s, &params).map_err(|e| format!("{scenario}: {e}"))?;
+            println!("{}", to_json(&steps)?);
+        }
+        RackCommand::Calibrate { json, write, check } => {
+            let fit = if check {
+                let residuals = calibrate::residuals(&params).map_err(|e| e.to_string())?;
+                let all_within = residuals.iter().all(|r| r.within);
+                calibrate::Fit {
+                    params,
+                    residuals,
+                    all_within,
+                }
+            } else {
+                calibrate::fit(&params).map_err(|e| e.to_string())?
+            };
+            if json {
+                println!("{}", to_json(&fit)?);
+            } else {
+                print_fit(&fit);
+            }
+            if write {
+                let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/rack/fitted.json");
+                let text = serde_json::to_string_pretty(&fit.params).map_err(|e| e.to_string())?;
+                std::fs::write(path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
+            }
+            if !fit.all_within {
+                return Err("some calibration points are outside their bounds".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_fit(fit: &calibrate::Fit) {
+    println!("fitted parameters");
+    let values = fit.params.to_vec();
+    for ((name, lo, hi), v) in rack::params::BOUNDS.iter().zip(values) {
+        println!("  {name:<20} {v:>10.4}   (bounds {lo} .. {hi})");
+    }
+    println!();
+    println!(
+        "{:<30} {:>12} {:>12} {:>9} {:>6}  metric",
+        "point", "measured", "predicted", "residual", "bound"
+    );
+    for r in &fit.residuals {
+        println!(
+            "{:<30} {:>12.4} {:>12.4} {:>+8.1}% {:>5.0}%{} {}",
+            r.id,
+            r.measured,
+            r.predicted,
+            100.0 * r.residual,
+            100.0 * r.bound,
+            if r.within { " " } else { "!" },
+            r.metric
         );
     }
 }

@@ -1,0 +1,556 @@
+//! Scenario files (TOML or JSON): what to evaluate. Parsing rejects unknown fields and values
+//! with a message that names the field and what it accepts; `Scenario::resolve` then checks that
+//! the deployment is possible at all.
+
+use serde::{Deserialize, Serialize};
+
+use super::hardware::System;
+use super::models::ModelSpec;
+use super::precision::Precision;
+use super::RackError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Decode,
+    Prefill,
+    Serve,
+    Train,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Optimization {
+    FusedAlltoallLl128,
+    FusedCopyConcat,
+    Pdl,
+    CudaGraphs,
+    FusedGateUpSwiglu,
+    FusedQkvRopeScale,
+    FusedAllreduceRmsnorm,
+    SplitKAttention,
+    AttentionDp,
+    TwoBatchOverlap,
+    /// Every optimization above.
+    All,
+}
+
+impl Optimization {
+    pub const EVERY: [Optimization; 10] = [
+        Optimization::CudaGraphs,
+        Optimization::AttentionDp,
+        Optimization::FusedGateUpSwiglu,
+        Optimization::FusedQkvRopeScale,
+        Optimization::FusedAllreduceRmsnorm,
+        Optimization::SplitKAttention,
+        Optimization::TwoBatchOverlap,
+        Optimization::FusedAlltoallLl128,
+        Optimization::FusedCopyConcat,
+        Optimization::Pdl,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Optimization::FusedAlltoallLl128 => "fused_alltoall_ll128",
+            Optimization::FusedCopyConcat => "fused_copy_concat",
+            Optimization::Pdl => "pdl",
+            Optimization::CudaGraphs => "cuda_graphs",
+            Optimization::FusedGateUpSwiglu => "fused_gate_up_swiglu",
+            Optimization::FusedQkvRopeScale => "fused_qkv_rope_scale",
+            Optimization::FusedAllreduceRmsnorm => "fused_allreduce_rmsnorm",
+            Optimization::SplitKAttention => "split_k_attention",
+            Optimization::AttentionDp => "attention_dp",
+            Optimization::TwoBatchOverlap => "two_batch_overlap",
+            Optimization::All => "all",
+        }
+    }
+
+    fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+}
+
+/// A set of optimizations (a bitmask: cheap to copy in a sweep).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Optimizations(u16);
+
+impl Optimizations {
+    pub fn none() -> Self {
+        Optimizations(0)
+    }
+
+    pub fn with(self, o: Optimization) -> Self {
+        if o == Optimization::All {
+            return Optimization::EVERY.iter().fold(self, |s, &o| s.with(o));
+        }
+        Optimizations(self.0 | o.bit())
+    }
+
+    pub fn has(self, o: Optimization) -> bool {
+        self.0 & o.bit() != 0
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpecMethod {
+    Mtp,
+    Eagle3,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Speculative {
+    pub method: SpecMethod,
+    pub draft_tokens: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_length: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recompute {
+    /// Recompute every layer's forward in the backward pass (4 forward-equivalents of work).
+    Full,
+    /// Keep activations, recompute only the cheap ones (3 forward-equivalents).
+    Selective,
+}
+
+/// The file as written. Every field is optional; `resolve` applies the defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub system: String,
+    pub model: String,
+    pub phase: Phase,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Precision>,
+    /// Attention projection weights; by default FP8, or `weights` when that is wider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_weights: Option<Precision>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activations: Option<Precision>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache: Option<Precision>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tp: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ep: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dp: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pp: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_per_gpu: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_tokens_per_s_per_user: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub optimizations: Vec<Optimization>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<Speculative>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_gpus: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_tp: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_gpus: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_batch_tokens: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_len: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm_sms: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recompute: Option<Recompute>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_pipeline: Option<u32>,
+}
+
+impl ScenarioFile {
+    /// Parses TOML or JSON, chosen by the file name's extension.
+    pub fn parse(path: &str, text: &str) -> Result<ScenarioFile, RackError> {
+        if path.ends_with(".json") {
+            serde_json::from_str(text).map_err(|e| RackError::Parse(e.to_string()))
+        } else if path.ends_with(".toml") {
+            toml::from_str(text).map_err(|e| RackError::Parse(e.to_string()))
+        } else {
+            Err(RackError::Invalid {
+                field: "file",
+                message: format!("{path}: a scenario is a .toml or .json file"),
+            })
+        }
+    }
+}
+
+/// How much load the deployment carries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    BatchPerGpu(f64),
+    Concurrency(f64),
+    TargetTokensPerSPerUser(f64),
+}
+
+/// Disaggregated serving: separate prefill and decode pools.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pools {
+    pub prefill_gpus: u32,
+    pub prefill_tp: u32,
+    pub decode_gpus: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Training {
+    pub global_batch_tokens: f64,
+    pub seq_len: u32,
+    pub recompute: Recompute,
+    pub virtual_pipeline: u32,
+}
+
+/// A checked scenario with every default applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub file: ScenarioFile,
+    pub system: System,
+    pub model: ModelSpec,
+    pub phase: Phase,
+    pub weights: Precision,
+    pub attention_weights: Precision,
+    pub activations: Precision,
+    pub kv_cache: Precision,
+    /// GPUs of one model instance (the decode pool's instance when disaggregated).
+    pub gpus: u32,
+    pub tp: u32,
+    pub ep: u32,
+    pub dp: u32,
+    pub pp: u32,
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    pub load: Load,
+    pub optimizations: Optimizations,
+    pub speculative: Option<Speculative>,
+    pub pools: Option<Pools>,
+    pub training: Training,
+    pub comm_sms: u32,
+}
+
+fn invalid(field: &'static str, message: impl Into<String>) -> RackError {
+    RackError::Invalid {
+        field,
+        message: message.into(),
+    }
+}
+
+fn positive(field: &'static str, v: u32) -> Result<u32, RackError> {
+    if v == 0 {
+        Err(invalid(field, "must be at least 1"))
+    } else {
+        Ok(v)
+    }
+}
+
+impl Scenario {
+    pub fn from_text(path: &str, text: &str) -> Result<Scenario, RackError> {
+        Scenario::resolve(ScenarioFile::parse(path, text)?)
+    }
+
+    pub fn resolve(f: ScenarioFile) -> Result<Scenario, RackError> {
+        let system = System::by_id(&f.system)?;
+        let model = ModelSpec::by_id(&f.model)?;
+        let optimizations = f
+            .optimizations
+            .iter()
+            .fold(Optimizations::none(), |s, &o| s.with(o));
+        let moe = model.moe.is_some();
+
+        let pools = match (f.prefill_gpus, f.decode_gpus) {
+            (Some(p), Some(d)) => {
+                if f.phase != Phase::Serve {
+                    return Err(invalid(
+                        "prefill_gpus",
+                        "prefill and decode pools are for phase = \"serve\"",
+                    ));
+                }
+                Some(Pools {
+                    prefill_gpus: positive("prefill_gpus", p)?,
+                    prefill_tp: positive("prefill_tp", f.prefill_tp.unwrap_or(p.min(8)))?,
+                    decode_gpus: positive("decode_gpus", d)?,
+                })
+            }
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(invalid(
+                    "decode_gpus",
+                    "disaggregated serving needs both pools",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(invalid(
+                    "prefill_gpus",
+                    "disaggregated serving needs both pools",
+                ))
+            }
+        };
+        if let Some(p) = pools {
+            if p.prefill_gpus % p.prefill_tp != 0 {
+                return Err(invalid("prefill_tp", "must divide prefill_gpus"));
+            }
+        }
+
+        // A disaggregated decode pool is made of instances of `ep` GPUs.
+        let gpus = positive(
+            "gpus",
+            match (pools, f.gpus) {
+                (Some(_), Some(_)) => {
+                    return Err(invalid(
+                        "gpus",
+                        "give either gpus (aggregated) or prefill_gpus + decode_gpus",
+                    ))
+                }
+                (Some(p), None) => f.ep.unwrap_or(p.decode_gpus),
+                (None, g) => g.unwrap_or(system.gpus),
+            },
+        )?;
+        if let Some(p) = pools {
+            if p.decode_gpus % gpus != 0 {
+                return Err(invalid("ep", "must divide decode_gpus"));
+            }
+        }
+        let pp = positive("pp", f.pp.unwrap_or(1))?;
+        // TP stays within a box of 8 even on NVL72; attention_dp then replaces it for attention.
+        let mut default_tp = (gpus / pp).min(system.nvlink_domain).clamp(1, 8);
+        while default_tp > 1 && (model.heads() % default_tp != 0 || gpus % (default_tp * pp) != 0) {
+            default_tp -= 1;
+        }
+        let tp = positive("tp", f.tp.unwrap_or(default_tp))?;
+        let ep = positive("ep", f.ep.unwrap_or(if moe { gpus / pp } else { 1 }))?;
+        if ep > gpus {
+            return Err(invalid(
+                "ep",
+                format!("ep = {ep} is larger than gpus = {gpus}"),
+            ));
+        }
+        if gpus % ep != 0 {
+            return Err(invalid(
+                "ep",
+                format!("ep = {ep} must divide gpus = {gpus}"),
+            ));
+        }
+        if !moe && ep > 1 {
+            return Err(invalid(
+                "ep",
+                format!("{} has no experts: ep must be 1", model.name),
+            ));
+        }
+        if tp * pp > gpus || gpus % (tp * pp) != 0 {
+            return Err(invalid(
+                "tp",
+                format!("tp x pp = {} must divide gpus = {gpus}", tp * pp),
+            ));
+        }
+        if model.heads() % tp != 0 {
+            return Err(invalid(
+                "tp",
+                format!(
+                    "tp = {tp} must divide the {} attention heads",
+                    model.heads()
+                ),
+            ));
+        }
+        if model.layers % pp != 0 {
+            return Err(invalid(
+                "pp",
+                format!("pp must divide the {} layers", model.layers),
+            ));
+        }
+        let dp = positive("dp", f.dp.unwrap_or(gpus / (tp * pp)))?;
+        if dp * tp * pp != gpus {
+            return Err(invalid(
+                "dp",
+                format!("dp x tp x pp = {} must equal gpus = {gpus}", dp * tp * pp),
+            ));
+        }
+
+        let loads = [
+            f.batch_per_gpu.map(Load::BatchPerGpu),
+            f.concurrency.map(Load::Concurrency),
+            f.target_tokens_per_s_per_user
+                .map(Load::TargetTokensPerSPerUser),
+        ];
+        let given: Vec<Load> = loads.into_iter().flatten().collect();
+        let load =
+            match (f.phase, given.as_slice()) {
+                (_, [l]) => *l,
+                (Phase::Train | Phase::Prefill, []) => Load::BatchPerGpu(1.0),
+                (_, []) => return Err(invalid(
+                    "batch_per_gpu",
+                    "give exactly one of batch_per_gpu, concurrency, target_tokens_per_s_per_user",
+                )),
+                _ => {
+                    return Err(invalid(
+                        "batch_per_gpu",
+                        "give only one of batch_per_gpu, concurrency, target_tokens_per_s_per_user",
+                    ))
+                }
+            };
+        let (value, field) = match load {
+            Load::BatchPerGpu(v) => (v, "batch_per_gpu"),
+            Load::Concurrency(v) => (v, "concurrency"),
+            Load::TargetTokensPerSPerUser(v) => (v, "target_tokens_per_s_per_user"),
+        };
+        if !(value.is_finite() && value > 0.0) {
+            return Err(invalid(field, "must be a positive number"));
+        }
+
+        if let Some(s) = f.speculative {
+            if !(1..=8).contains(&s.draft_tokens) {
+                return Err(invalid("speculative.draft_tokens", "must be 1 to 8"));
+            }
+            if s.method == SpecMethod::Mtp && model.mtp_modules == 0 {
+                return Err(invalid(
+                    "speculative.method",
+                    format!("{} has no MTP module; use \"eagle3\"", model.name),
+                ));
+            }
+            if let Some(a) = s.acceptance_length {
+                if !(a >= 1.0 && a <= s.draft_tokens as f64 + 1.0) {
+                    return Err(invalid(
+                        "speculative.acceptance_length",
+                        "must lie between 1 and draft_tokens + 1",
+                    ));
+                }
+            }
+            if f.phase == Phase::Train || f.phase == Phase::Prefill {
+                return Err(invalid("speculative", "applies to decode and serve only"));
+            }
+        }
+
+        let comm_sms = f.comm_sms.unwrap_or(0);
+        if comm_sms >= system.gpu.sms {
+            return Err(invalid(
+                "comm_sms",
+                format!(
+                    "must be below the {} SMs of a {}",
+                    system.gpu.sms, system.gpu.name
+                ),
+            ));
+        }
+        let seq_len = positive("seq_len", f.seq_len.unwrap_or(2048))?;
+        let training = Training {
+            global_batch_tokens: f.global_batch_tokens.unwrap_or(seq_len as f64 * 1024.0),
+            seq_len,
+            recompute: f.recompute.unwrap_or(Recompute::Selective),
+            virtual_pipeline: positive("virtual_pipeline", f.virtual_pipeline.unwrap_or(1))?,
+        };
+        if !(training.global_batch_tokens.is_finite() && training.global_batch_tokens > 0.0) {
+            return Err(invalid("global_batch_tokens", "must be a positive number"));
+        }
+
+        let weights = f.weights.unwrap_or(Precision::Fp8);
+        let s = Scenario {
+            system,
+            model,
+            phase: f.phase,
+            weights,
+            attention_weights: f.attention_weights.unwrap_or(weights.min(Precision::Fp8)),
+            activations: f.activations.unwrap_or(weights.min(Precision::Fp8)),
+            kv_cache: f.kv_cache.unwrap_or(Precision::Fp8),
+            gpus,
+            tp,
+            ep,
+            dp,
+            pp,
+            input_tokens: positive("input_tokens", f.input_tokens.unwrap_or(1024))?,
+            output_tokens: positive("output_tokens", f.output_tokens.unwrap_or(1024))?,
+            load,
+            optimizations,
+            speculative: f.speculative,
+            pools,
+            training,
+            comm_sms,
+            file: f,
+        };
+        let need = s.weight_bytes_per_gpu();
+        let have = s.system.gpu.hbm_gb * 1e9;
+        if need > have {
+            return Err(invalid(
+                "gpus",
+                format!(
+                    "{} does not fit: {:.0} GB of weights per GPU, {} has {:.0} GB of HBM",
+                    s.model.name,
+                    need / 1e9,
+                    s.system.gpu.name,
+                    s.system.gpu.hbm_gb
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
+    /// Attention runs data-parallel (each GPU its own sequences, whole attention weights).
+    pub fn attention_tp(&self) -> u32 {
+        if self.optimizations.has(Optimization::AttentionDp) {
+            1
+        } else {
+            self.tp
+        }
+    }
+
+    /// Precision of everything but the routed experts: FP4 checkpoints keep attention and dense
+    /// layers in FP8 (nvidia/DeepSeek-R1-FP4: the MoE layers hold 97% of the weights).
+    pub fn dense_weights(&self) -> Precision {
+        self.weights.min(Precision::Fp8)
+    }
+
+    /// Weight bytes one GPU holds.
+    pub fn weight_bytes_per_gpu(&self) -> f64 {
+        let m = &self.model;
+        let layer_share = 1.0 / self.pp as f64;
+        let experts = m.moe.as_ref().map_or(0.0, |moe| {
+            let per_rank = (moe.routed as f64 / self.ep as f64).ceil();
+            let moe_tp = (self.gpus / self.pp / self.ep).max(1) as f64;
+            moe.layers as f64 * per_rank * m.expert_params() / moe_tp
+        });
+        let attention_tp = self.attention_tp() as f64;
+        let attention = m.layers as f64 * m.attention_params();
+        (experts * self.weights.weight_bytes()
+            + attention / attention_tp * self.attention_weights.weight_bytes()
+            + (m.other_params() - attention) / attention_tp * self.dense_weights().weight_bytes())
+            * layer_share
+    }
+
+    /// KV-cache bytes per sequence of `tokens` on one GPU (MLA's latent is not split by TP).
+    pub fn kv_bytes_per_sequence(&self, tokens: f64) -> f64 {
+        let m = &self.model;
+        let split = match m.attention {
+            super::models::Attention::Mla { .. } => 1.0,
+            super::models::Attention::Gqa { kv_heads, .. } => {
+                self.attention_tp().min(kv_heads) as f64
+            }
+        };
+        tokens * m.layers as f64 / self.pp as f64 * m.kv_elems_per_token_layer() / split
+            * self.kv_cache.kv_bytes()
+    }
+
+    /// The most sequences one GPU can hold: HBM left after weights (and 10% for activations
+    /// and workspace) over the KV of a full-length sequence.
+    pub fn max_batch_per_gpu(&self) -> f64 {
+        let free = self.system.gpu.hbm_gb * 1e9 * 0.9 - self.weight_bytes_per_gpu();
+        let per_seq = self.kv_bytes_per_sequence((self.input_tokens + self.output_tokens) as f64);
+        // Under attention TP every rank of the group holds its share of the group's sequences.
+        let group = match self.model.attention {
+            super::models::Attention::Mla { .. } => self.attention_tp() as f64,
+            super::models::Attention::Gqa { .. } => 1.0,
+        };
+        (free / per_seq / group).max(0.0)
+    }
+}

@@ -1,0 +1,512 @@
+//! From one step to a deployment: how many sequences each GPU carries, what each user sees, and
+//! what the rack earns. Decode and prefill evaluate one model instance; serve adds the queueing
+//! between a prefill pool and a decode pool (or their sharing of one pool).
+
+use serde::Serialize;
+
+use super::params::Params;
+use super::scenario::{Load, Optimization, Phase, Scenario};
+use super::step::{self, Breakdown, Shape, Step};
+use super::train;
+use super::RackError;
+
+/// What `moescope rack eval` prints. Every number is a model estimate, not a measurement.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Evaluation {
+    pub system: &'static str,
+    pub model: &'static str,
+    pub phase: Phase,
+    pub tokens_per_s_per_user: f64,
+    pub output_tokens_per_s_per_gpu: f64,
+    /// Input plus output tokens over every GPU (prefill GPUs included), InferenceX's metric.
+    pub total_tokens_per_s_per_gpu: f64,
+    /// Training: tokens trained per second per GPU.
+    pub tokens_per_s_per_gpu: f64,
+    pub users_per_rack: f64,
+    pub mfu: f64,
+    pub mbu: f64,
+    pub step_time_us: f64,
+    pub batch_per_gpu: f64,
+    pub concurrency: f64,
+    pub gpus: u32,
+    pub breakdown_us: Breakdown,
+    pub kernels_per_step: f64,
+    pub accepted_tokens_per_step: f64,
+    pub ttft_ms: f64,
+    /// One layer's MLA copy/concat kernel in the prefill chunk (0 for GQA models).
+    pub copy_concat_us_per_layer: f64,
+    /// Always true: these are the analytic model's estimates.
+    pub estimated: bool,
+}
+
+/// Decode state at `batch` sequences per GPU: the step and tokens per step per sequence.
+fn decode_at(s: &Scenario, p: &Params, batch: f64) -> (Step, f64) {
+    let context = s.input_tokens as f64 + s.output_tokens as f64 / 2.0;
+    step::decode_step(s, p, batch, context)
+}
+
+fn user_rate(step: &Step, accepted: f64) -> f64 {
+    accepted * 1e6 / step.time_us
+}
+
+/// Tensor-core peak the utilization is measured against: the routed experts' GEMM precision.
+fn peak_flops_s(s: &Scenario) -> f64 {
+    s.system
+        .gpu
+        .flops(super::precision::Precision::gemm(s.weights, s.activations))
+}
+
+fn utilization(s: &Scenario, step: &Step) -> (f64, f64) {
+    let secs = step.time_us * 1e-6;
+    let mfu = step.flops / (secs * peak_flops_s(s));
+    let mbu = step.hbm_bytes / (secs * s.system.gpu.hbm_bytes_s());
+    (mfu, mbu)
+}
+
+/// The largest `x` in (0, hi] for which `ok(x)` holds, for `ok` true below some threshold.
+fn largest(hi: f64, ok: impl Fn(f64) -> bool) -> Option<f64> {
+    let mut lo = hi * 1e-6;
+    if !ok(lo) {
+        return None;
+    }
+    if ok(hi) {
+        return Some(hi);
+    }
+    let mut hi = hi;
+    for _ in 0..60 {
+        let mid = (lo * hi).sqrt();
+        if ok(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
+}
+
+fn prefill_shape(s: &Scenario) -> Shape {
+    Shape {
+        batch: 1.0 / s.attention_tp() as f64,
+        tokens: s.input_tokens as f64,
+        context: s.input_tokens as f64 / 2.0,
+    }
+}
+
+/// The prefill pool's instance: attention TP across `prefill_tp` GPUs, experts spread over them.
+fn prefill_instance(s: &Scenario, tp: u32) -> Scenario {
+    let mut p = s.clone();
+    p.gpus = tp;
+    p.tp = tp;
+    p.ep = if s.model.moe.is_some() { tp } else { 1 };
+    p.dp = 1;
+    p.optimizations = Optimization::EVERY
+        .iter()
+        .filter(|&&o| o != Optimization::AttentionDp && s.optimizations.has(o))
+        .fold(super::scenario::Optimizations::none(), |set, &o| {
+            set.with(o)
+        });
+    p.speculative = None;
+    p
+}
+
+/// Evaluates one scenario.
+pub fn eval(s: &Scenario, p: &Params) -> Result<Evaluation, RackError> {
+    match s.phase {
+        Phase::Decode => decode(s, p),
+        Phase::Prefill => Ok(prefill(s, p)),
+        Phase::Serve => serve(s, p),
+        Phase::Train => Ok(train::train(s, p)),
+    }
+}
+
+fn decode_batch(s: &Scenario, p: &Params) -> Result<f64, RackError> {
+    let max = s.max_batch_per_gpu();
+    if max <= 0.0 {
+        return Err(RackError::Invalid {
+            field: "gpus",
+            message: "no HBM is left for the KV cache after the weights".into(),
+        });
+    }
+    match s.load {
+        Load::BatchPerGpu(b) if b > max => Err(RackError::Invalid {
+            field: "batch_per_gpu",
+            message: format!("{b} sequences per GPU need more KV cache than fits ({max:.1} do)"),
+        }),
+        Load::BatchPerGpu(b) => Ok(b),
+        Load::Concurrency(c) => Ok((c / s.gpus as f64).min(max)),
+        Load::TargetTokensPerSPerUser(target) => largest(max, |b| {
+            let (step, acc) = decode_at(s, p, b);
+            user_rate(&step, acc) >= target
+        })
+        .ok_or_else(|| out_of_reach(target, user_rate_at_min(s, p))),
+    }
+}
+
+fn user_rate_at_min(s: &Scenario, p: &Params) -> f64 {
+    let (step, acc) = decode_at(s, p, 1.0 / s.gpus as f64);
+    user_rate(&step, acc)
+}
+
+fn out_of_reach(target: f64, best: f64) -> RackError {
+    RackError::Invalid {
+        field: "target_tokens_per_s_per_user",
+        message: format!("{target} is out of reach: one user alone gets {best:.1} tokens/s"),
+    }
+}
+
+fn decode(s: &Scenario, p: &Params) -> Result<Evaluation, RackError> {
+    let b = decode_batch(s, p)?;
+    let (step, acc) = decode_at(s, p, b);
+    let user = user_rate(&step, acc);
+    let out = b * user;
+    let io = (s.input_tokens + s.output_tokens) as f64 / s.output_tokens as f64;
+    let (mfu, mbu) = utilization(s, &step);
+    Ok(Evaluation {
+        system: s.system.id,
+        model: s.model.id,
+        phase: s.phase,
+        tokens_per_s_per_user: user,
+        output_tokens_per_s_per_gpu: out,
+        total_tokens_per_s_per_gpu: out * io,
+        tokens_per_s_per_gpu: out,
+        users_per_rack: out * s.system.gpus as f64 / user,
+        mfu,
+        mbu,
+        step_time_us: step.time_us,
+        batch_per_gpu: b,
+        concurrency: b * s.gpus as f64,
+        gpus: s.gpus,
+        breakdown_us: step.breakdown,
+        kernels_per_step: step.kernels,
+        accepted_tokens_per_step: acc,
+        ttft_ms: 0.0,
+        copy_concat_us_per_layer: 0.0,
+        estimated: true,
+    })
+}
+
+fn prefill(s: &Scenario, p: &Params) -> Evaluation {
+    let b = match s.load {
+        Load::BatchPerGpu(b) => b,
+        Load::Concurrency(c) => c / s.gpus as f64,
+        Load::TargetTokensPerSPerUser(_) => 1.0 / s.attention_tp() as f64,
+    };
+    let shape = Shape {
+        batch: b,
+        ..prefill_shape(s)
+    };
+    let step = step::forward_step(s, p, shape, true);
+    let input = b * s.input_tokens as f64 * 1e6 / step.time_us;
+    let (mfu, mbu) = utilization(s, &step);
+    Evaluation {
+        system: s.system.id,
+        model: s.model.id,
+        phase: s.phase,
+        tokens_per_s_per_user: 0.0,
+        output_tokens_per_s_per_gpu: 0.0,
+        total_tokens_per_s_per_gpu: input,
+        tokens_per_s_per_gpu: input,
+        users_per_rack: 0.0,
+        mfu,
+        mbu,
+        step_time_us: step.time_us,
+        batch_per_gpu: b,
+        concurrency: b * s.gpus as f64,
+        gpus: s.gpus,
+        breakdown_us: step.breakdown,
+        kernels_per_step: step.kernels,
+        accepted_tokens_per_step: 0.0,
+        ttft_ms: step.time_us / 1e3,
+        copy_concat_us_per_layer: step.copy_concat_us,
+        estimated: true,
+    }
+}
+
+/// A serving deployment at `b` sequences per decode GPU.
+struct ServePoint {
+    b: f64,
+    step: Step,
+    accepted: f64,
+    /// Requests finishing per second.
+    rate: f64,
+    ttft_us: f64,
+    concurrency: f64,
+}
+
+struct Deployment<'a> {
+    s: &'a Scenario,
+    p: &'a Params,
+    decode_gpus: f64,
+    prefill_gpus: f64,
+    /// One request's prefill, µs, and how many requests the prefill side completes per second.
+    prefill_us: f64,
+    prefill_rate: f64,
+}
+
+impl<'a> Deployment<'a> {
+    fn new(s: &'a Scenario, p: &'a Params) -> Self {
+        match s.pools {
+            Some(pools) => {
+                let inst = prefill_instance(s, pools.prefill_tp);
+                let one = step::forward_step(&inst, p, prefill_shape(&inst), true);
+                // A prefill forward packs up to 8192 tokens of several requests.
+                let per_forward = (8192 / s.input_tokens).max(1) as f64;
+                let packed = step::forward_step(
+                    &inst,
+                    p,
+                    Shape {
+                        batch: per_forward / inst.tp as f64,
+                        ..prefill_shape(&inst)
+                    },
+                    true,
+                );
+                let instances = (pools.prefill_gpus / pools.prefill_tp) as f64;
+                Deployment {
+                    s,
+                    p,
+                    decode_gpus: pools.decode_gpus as f64,
+                    prefill_gpus: pools.prefill_gpus as f64,
+                    prefill_us: one.time_us,
+                    prefill_rate: instances * per_forward * 1e6 / packed.time_us,
+                }
+            }
+            None => {
+                let one = step::forward_step(s, p, prefill_shape(s), true);
+                Deployment {
+                    s,
+                    p,
+                    decode_gpus: s.gpus as f64,
+                    prefill_gpus: 0.0,
+                    prefill_us: one.time_us,
+                    prefill_rate: f64::INFINITY,
+                }
+            }
+        }
+    }
+
+    fn at(&self, b: f64) -> ServePoint {
+        let (step, accepted) = decode_at(self.s, self.p, b);
+        let osl = self.s.output_tokens as f64;
+        let in_decode = b * self.decode_gpus;
+        let per_request_us = osl / accepted * step.time_us;
+        let (rate, ttft_us, tpot_stretch) = if self.s.pools.is_some() {
+            let rate = in_decode / per_request_us * 1e6;
+            // M/D/1 waiting in front of the prefill pool.
+            let rho = (rate / self.prefill_rate).min(0.999);
+            let wait = self.prefill_us * rho / (2.0 * (1.0 - rho));
+            (rate, self.prefill_us + wait, 1.0)
+        } else {
+            // Aggregated: prefills interrupt decoding; a fraction f of the GPU time goes to them.
+            let x = in_decode / per_request_us * 1e6;
+            let rate = x / (1.0 + x * self.prefill_us * 1e-6);
+            let f = rate * self.prefill_us * 1e-6;
+            (rate, self.prefill_us, 1.0 / (1.0 - f))
+        };
+        let mut step = step;
+        if tpot_stretch != 1.0 {
+            step.breakdown.compute_us *= tpot_stretch;
+            step.time_us *= tpot_stretch;
+        }
+        ServePoint {
+            b,
+            step,
+            accepted,
+            rate,
+            ttft_us,
+            concurrency: in_decode + rate * ttft_us * 1e-6,
+        }
+    }
+
+    /// The decode batch at which the prefill pool saturates (or the KV limit).
+    fn max_batch(&self) -> f64 {
+        let kv = self.s.max_batch_per_gpu();
+        if self.prefill_rate.is_infinite() {
+            return kv;
+        }
+        largest(kv, |b| self.at(b).rate < self.prefill_rate * 0.99).unwrap_or(kv * 1e-6)
+    }
+
+    fn evaluation(&self, pt: &ServePoint, queued: f64) -> Evaluation {
+        let s = self.s;
+        let gpus = self.decode_gpus + self.prefill_gpus;
+        let user = user_rate(&pt.step, pt.accepted);
+        let out = pt.rate * s.output_tokens as f64 / gpus;
+        let total = pt.rate * (s.input_tokens + s.output_tokens) as f64 / gpus;
+        let (mfu, mbu) = utilization(s, &pt.step);
+        Evaluation {
+            system: s.system.id,
+            model: s.model.id,
+            phase: s.phase,
+            tokens_per_s_per_user: user,
+            output_tokens_per_s_per_gpu: out,
+            total_tokens_per_s_per_gpu: total,
+            tokens_per_s_per_gpu: total,
+            users_per_rack: out * s.system.gpus as f64 / user,
+            mfu,
+            mbu,
+            step_time_us: pt.step.time_us,
+            batch_per_gpu: pt.b,
+            concurrency: pt.concurrency + queued,
+            gpus: gpus as u32,
+            breakdown_us: pt.step.breakdown,
+            kernels_per_step: pt.step.kernels,
+            accepted_tokens_per_step: pt.accepted,
+            ttft_ms: (pt.ttft_us + queued / pt.rate * 1e6) / 1e3,
+            copy_concat_us_per_layer: 0.0,
+            estimated: true,
+        }
+    }
+}
+
+fn serve(s: &Scenario, p: &Params) -> Result<Evaluation, RackError> {
+    let dep = Deployment::new(s, p);
+    let max = dep.max_batch();
+    let (b, queued) = match s.load {
+        Load::BatchPerGpu(b) => (b.min(max), 0.0),
+        Load::Concurrency(c) => {
+            let top = dep.at(max);
+            if c >= top.concurrency {
+                // Beyond saturation the extra requests wait in the prefill queue.
+                (max, c - top.concurrency)
+            } else {
+                (
+                    largest(max, |b| dep.at(b).concurrency <= c).unwrap_or(max * 1e-6),
+                    0.0,
+                )
+            }
+        }
+        Load::TargetTokensPerSPerUser(target) => {
+            let ok = |b: f64| {
+                let pt = dep.at(b);
+                user_rate(&pt.step, pt.accepted) >= target
+            };
+            let b = largest(max, ok).ok_or_else(|| {
+                let pt = dep.at(max * 1e-6);
+                out_of_reach(target, user_rate(&pt.step, pt.accepted))
+            })?;
+            (b, 0.0)
+        }
+    };
+    Ok(dep.evaluation(&dep.at(b), queued))
+}
+
+/// The throughput-interactivity curve: `points` loads from one sequence to the memory limit
+/// (decode) or to prefill saturation (serve), log-spaced.
+pub fn sweep(s: &Scenario, p: &Params, points: usize) -> Result<Vec<Evaluation>, RackError> {
+    let points = points.max(2);
+    let (lo, hi, serve) = match s.phase {
+        Phase::Decode => (1.0 / s.gpus as f64, s.max_batch_per_gpu(), None),
+        Phase::Serve => {
+            let dep = Deployment::new(s, p);
+            let max = dep.max_batch();
+            (1.0 / dep.decode_gpus, max, Some(dep))
+        }
+        _ => {
+            return Err(RackError::Invalid {
+                field: "phase",
+                message: "a sweep over concurrency needs phase = \"decode\" or \"serve\"".into(),
+            })
+        }
+    };
+    if hi <= lo {
+        return Err(RackError::Invalid {
+            field: "gpus",
+            message: "the KV cache has no room for even one sequence per instance".into(),
+        });
+    }
+    (0..points)
+        .map(|i| {
+            let b = lo * (hi / lo).powf(i as f64 / (points - 1) as f64);
+            match &serve {
+                Some(dep) => Ok(dep.evaluation(&dep.at(b), 0.0)),
+                None => {
+                    let mut one = s.clone();
+                    one.load = Load::BatchPerGpu(b);
+                    decode(&one, p)
+                }
+            }
+        })
+        .collect()
+}
+
+/// One row of a waterfall: the scenario with optimizations added up to this one.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WaterfallStep {
+    pub optimization: &'static str,
+    pub mfu: f64,
+    pub mfu_change: f64,
+    pub users_per_rack: f64,
+    pub users_per_rack_change: f64,
+    pub tokens_per_s_per_user: f64,
+    pub output_tokens_per_s_per_gpu: f64,
+    pub step_time_us: f64,
+    /// False where a target speed per user is out of reach at this step: no user is served at
+    /// that speed, so users per rack is 0.
+    pub target_met: bool,
+}
+
+/// `eval`, except that a target speed out of reach gives the one-user evaluation with no users
+/// served instead of an error (a waterfall's early steps often cannot meet the target).
+fn eval_reachable(s: &Scenario, p: &Params) -> Result<Evaluation, RackError> {
+    match eval(s, p) {
+        Err(RackError::Invalid {
+            field: "target_tokens_per_s_per_user",
+            ..
+        }) => {
+            let mut one = s.clone();
+            one.load = Load::BatchPerGpu(1.0 / s.gpus as f64);
+            let mut e = eval(&one, p)?;
+            e.users_per_rack = 0.0;
+            e.output_tokens_per_s_per_gpu = 0.0;
+            e.total_tokens_per_s_per_gpu = 0.0;
+            Ok(e)
+        }
+        other => other,
+    }
+}
+
+/// Adds the scenario's optimizations one at a time, in its order, from none at all.
+pub fn waterfall(s: &Scenario, p: &Params) -> Result<Vec<WaterfallStep>, RackError> {
+    let order: Vec<Optimization> = s
+        .file
+        .optimizations
+        .iter()
+        .flat_map(|&o| {
+            if o == Optimization::All {
+                Optimization::EVERY.to_vec()
+            } else {
+                vec![o]
+            }
+        })
+        .collect();
+    if order.is_empty() {
+        return Err(RackError::Invalid {
+            field: "optimizations",
+            message: "a waterfall needs at least one optimization to add".into(),
+        });
+    }
+    let mut current = s.clone();
+    current.optimizations = super::scenario::Optimizations::none();
+    let mut before = eval_reachable(&current, p)?;
+    let mut out = Vec::new();
+    for o in order {
+        if current.optimizations.has(o) {
+            continue;
+        }
+        current.optimizations = current.optimizations.with(o);
+        let after = eval_reachable(&current, p)?;
+        out.push(WaterfallStep {
+            optimization: o.name(),
+            mfu: after.mfu,
+            mfu_change: after.mfu - before.mfu,
+            users_per_rack: after.users_per_rack,
+            users_per_rack_change: after.users_per_rack - before.users_per_rack,
+            tokens_per_s_per_user: after.tokens_per_s_per_user,
+            output_tokens_per_s_per_gpu: after.output_tokens_per_s_per_gpu,
+            step_time_us: after.step_time_us,
+            target_met: after.users_per_rack > 0.0,
+        });
+        before = after;
+    }
+    Ok(out)
+}

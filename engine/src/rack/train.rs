@@ -1,0 +1,110 @@
+//! One training step: every micro-batch through every pipeline stage, forward and backward,
+//! plus the pipeline bubble and the data-parallel gradient exchange.
+
+use super::params::Params;
+use super::precision::Precision;
+use super::scenario::{Optimization, Recompute, Scenario};
+use super::serve::Evaluation;
+use super::step::{self, Breakdown, Shape};
+
+pub fn train(s: &Scenario, p: &Params) -> Evaluation {
+    let t = s.training;
+    let seq = t.seq_len as f64;
+    let tp = s.attention_tp() as f64;
+    // One sequence per micro-batch, split across the TP group.
+    let shape = Shape {
+        batch: 1.0 / tp,
+        tokens: seq,
+        context: seq / 2.0,
+    };
+    let pp = s.pp as f64;
+    let moe_layers = s.model.moe_layers() as f64 / pp;
+    let dense_layers = s.model.dense_layers() as f64 / pp;
+    let dense = step::layer_forward(s, p, shape, false);
+    let moe = if moe_layers > 0.0 {
+        step::layer_forward(s, p, shape, true)
+    } else {
+        dense
+    };
+    let fwd = dense
+        .breakdown
+        .scaled(dense_layers)
+        .plus(moe.breakdown.scaled(moe_layers));
+    let fwd_flops = dense.flops * dense_layers + moe.flops * moe_layers;
+    let fwd_bytes = dense.hbm_bytes * dense_layers + moe.hbm_bytes * moe_layers;
+
+    // Backward costs two forwards; full recomputation replays the forward once more.
+    let passes = match t.recompute {
+        Recompute::Full => 4.0,
+        Recompute::Selective => 3.0,
+    };
+    let mut mb = Breakdown {
+        compute_us: fwd.compute_us * passes,
+        memory_us: fwd.memory_us * passes,
+        communication_us: fwd.communication_us * (passes - 1.0),
+        launch_us: fwd.launch_us * passes,
+        overlap_us: 0.0,
+    };
+    let overlap = s.optimizations.has(Optimization::TwoBatchOverlap);
+    if overlap {
+        // TP communication of one chunk runs under the GEMMs of the next.
+        mb.overlap_us = -mb.communication_us.min(mb.compute_us + mb.memory_us);
+    }
+
+    let micro_batches = (t.global_batch_tokens / seq / s.dp as f64).max(1.0);
+    let slots = micro_batches + (pp - 1.0) / t.virtual_pipeline as f64;
+    let mut step = mb.scaled(slots);
+
+    // Distributed optimizer: reduce-scatter the gradients, all-gather the new weights, each
+    // moving (dp-1)/dp of this GPU's weights (BF16) once.
+    let dp = s.dp;
+    if dp > 1 {
+        let bytes = s.weight_bytes_per_gpu() / s.dense_weights().weight_bytes() * 2.0;
+        let inside = s.tp * s.pp * dp <= s.system.nvlink_domain;
+        let gb_s = if inside {
+            s.system.nvlink_gb_s
+        } else {
+            s.system.scale_out_gb_s
+        };
+        let ring = 2.0 * (dp as f64 - 1.0) / dp as f64 * bytes / (gb_s * 1e9 * p.link_eff);
+        let dp_us = 1e6 * ring + 2.0 * p.collective_base_us;
+        step.communication_us += dp_us;
+        if overlap {
+            // Bucketed: gradients leave while the backward of earlier layers still runs.
+            step.overlap_us -= dp_us.min(step.compute_us + step.memory_us + step.overlap_us);
+        }
+    }
+    let time_us = step.total_us();
+    let model_flops = 3.0 * fwd_flops * micro_batches;
+    let peak = s
+        .system
+        .gpu
+        .flops(Precision::gemm(s.weights, s.activations));
+    let secs = time_us * 1e-6;
+    let tokens = t.global_batch_tokens / s.gpus as f64 / secs;
+    let mbu = fwd_bytes * passes * slots / (secs * s.system.gpu.hbm_bytes_s());
+    Evaluation {
+        system: s.system.id,
+        model: s.model.id,
+        phase: s.phase,
+        tokens_per_s_per_user: 0.0,
+        output_tokens_per_s_per_gpu: 0.0,
+        total_tokens_per_s_per_gpu: tokens,
+        tokens_per_s_per_gpu: tokens,
+        users_per_rack: 0.0,
+        mfu: model_flops / (secs * peak),
+        mbu,
+        step_time_us: time_us,
+        batch_per_gpu: micro_batches,
+        concurrency: 0.0,
+        gpus: s.gpus,
+        breakdown_us: step,
+        kernels_per_step: (dense.kernels * dense_layers + moe.kernels * moe_layers)
+            * passes
+            * slots,
+        accepted_tokens_per_step: 0.0,
+        ttft_ms: 0.0,
+        copy_concat_us_per_layer: 0.0,
+        estimated: true,
+    }
+}

@@ -1,0 +1,208 @@
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+//! The `moescope rack` interface is a contract other tools call: its subcommands, the JSON they
+//! print and the errors they give. These run the real binary on the committed scenarios.
+
+use std::process::Command;
+
+fn moescope(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_moescope"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("the moescope binary runs")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = moescope(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+fn write(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("moescope-rack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn fails_naming(text: &str, name: &str, needles: &[&str]) {
+    let path = write(name, text);
+    let out = moescope(&["rack", "eval", &path]);
+    assert!(!out.status.success(), "{text} should be refused");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for n in needles {
+        assert!(err.contains(n), "error {err:?} should mention {n:?}");
+    }
+}
+
+#[test]
+fn eval_prints_every_contract_field() {
+    let v = json(&[
+        "rack",
+        "eval",
+        "scenarios/seed-nvl72-deepseek-r1-decode.toml",
+    ]);
+    for field in [
+        "tokens_per_s_per_user",
+        "output_tokens_per_s_per_gpu",
+        "total_tokens_per_s_per_gpu",
+        "users_per_rack",
+        "mfu",
+        "mbu",
+        "step_time_us",
+        "batch_per_gpu",
+    ] {
+        let x = v[field]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{field} missing"));
+        assert!(x.is_finite() && x > 0.0, "{field} = {x}");
+    }
+    let b = v["breakdown_us"]
+        .as_object()
+        .expect("breakdown_us is an object");
+    assert!(b.contains_key("compute_us") && b.contains_key("launch_us"));
+    // Users per rack = tokens/s per GPU x 72 / tokens/s per user.
+    let users = v["output_tokens_per_s_per_gpu"].as_f64().unwrap() * 72.0
+        / v["tokens_per_s_per_user"].as_f64().unwrap();
+    assert!((users / v["users_per_rack"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    // The target was 83 tokens/s per user and the model found the load that meets it.
+    assert!((v["tokens_per_s_per_user"].as_f64().unwrap() / 83.0 - 1.0).abs() < 1e-3);
+}
+
+#[test]
+fn training_prints_mfu_tokens_and_step_time() {
+    let v = json(&["rack", "eval", "scenarios/seed-gpt3-175b-training.toml"]);
+    for field in ["mfu", "tokens_per_s_per_gpu", "step_time_us"] {
+        assert!(v[field].as_f64().unwrap() > 0.0, "{field}");
+    }
+    assert!(v["mfu"].as_f64().unwrap() < 1.0);
+}
+
+#[test]
+fn json_scenarios_work_like_toml() {
+    let path = write(
+        "s.json",
+        r#"{"system": "hgx-h200", "model": "llama4-maverick", "phase": "decode",
+            "gpus": 8, "tp": 8, "ep": 1, "batch_per_gpu": 4, "optimizations": ["all"]}"#,
+    );
+    let v = json(&["rack", "eval", &path]);
+    assert_eq!(v["system"], "hgx-h200");
+    assert_eq!(v["batch_per_gpu"].as_f64().unwrap(), 4.0);
+}
+
+#[test]
+fn sweep_is_a_pareto_curve_over_concurrency() {
+    let v = json(&[
+        "rack",
+        "sweep",
+        "scenarios/seed-nvl72-deepseek-r1-decode.toml",
+        "--points",
+        "16",
+    ]);
+    let pts = v.as_array().unwrap();
+    assert_eq!(pts.len(), 16);
+    for w in pts.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        assert!(b["concurrency"].as_f64() > a["concurrency"].as_f64());
+        assert!(b["tokens_per_s_per_user"].as_f64() <= a["tokens_per_s_per_user"].as_f64());
+        assert!(
+            b["output_tokens_per_s_per_gpu"].as_f64() >= a["output_tokens_per_s_per_gpu"].as_f64()
+        );
+    }
+}
+
+#[test]
+fn waterfall_has_one_entry_per_optimization_in_order() {
+    let v = json(&[
+        "rack",
+        "waterfall",
+        "scenarios/seed-nvl72-deepseek-r1-decode.toml",
+    ]);
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["optimization"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "cuda_graphs",
+            "attention_dp",
+            "fused_gate_up_swiglu",
+            "fused_qkv_rope_scale",
+            "fused_allreduce_rmsnorm",
+            "split_k_attention",
+            "fused_alltoall_ll128",
+            "fused_copy_concat",
+            "pdl"
+        ]
+    );
+    for e in v.as_array().unwrap() {
+        assert!(e["users_per_rack_change"].is_number() && e["mfu_change"].is_number());
+    }
+}
+
+#[test]
+fn calibrate_check_reports_every_point_within_bounds() {
+    let v = json(&["rack", "calibrate", "--check", "--json"]);
+    assert_eq!(v["all_within"], true);
+    let r = v["residuals"].as_array().unwrap();
+    assert!(r.len() >= 10);
+    for p in r {
+        let bound = p["bound"].as_f64().unwrap();
+        assert!(p["residual"].as_f64().unwrap().abs() <= bound, "{p}");
+    }
+    let table = moescope(&["rack", "calibrate", "--check"]);
+    assert!(table.status.success());
+    assert!(String::from_utf8_lossy(&table.stdout).contains("residual"));
+}
+
+#[test]
+fn bad_scenarios_name_the_field_and_the_allowed_values() {
+    let base = "model = \"deepseek-r1\"\nphase = \"decode\"\nbatch_per_gpu = 1\n";
+    fails_naming(
+        &format!("system = \"tpu-v5\"\n{base}"),
+        "a.toml",
+        &["system", "tpu-v5", "gb200-nvl72"],
+    );
+    fails_naming(
+        &format!("system = \"gb200-nvl72\"\n{base}colour = 3\n"),
+        "b.toml",
+        &["colour", "system"],
+    );
+    fails_naming(
+        &format!("system = \"gb200-nvl72\"\n{base}optimizations = [\"warp_drive\"]\n"),
+        "c.toml",
+        &["warp_drive", "pdl"],
+    );
+    fails_naming(
+        &format!("system = \"gb200-nvl72\"\n{base}weights = \"fp2\"\n"),
+        "d.toml",
+        &["fp2", "bf16"],
+    );
+    // Impossible: the model does not fit, or ep is larger than gpus.
+    fails_naming(
+        &format!("system = \"hgx-h100\"\n{base}gpus = 8\nweights = \"bf16\"\n"),
+        "e.toml",
+        &["does not fit", "HBM"],
+    );
+    fails_naming(
+        &format!("system = \"gb200-nvl72\"\n{base}gpus = 8\nep = 16\n"),
+        "f.toml",
+        &["ep", "larger than gpus"],
+    );
+    fails_naming(
+        &format!("system = \"gb200-nvl72\"\n{base}"),
+        "g.yaml",
+        &[".toml or .json"],
+    );
+    fails_naming("not toml at all [", "h.toml", &["scenario"]);
+    let out = moescope(&["rack", "eval", "/no/such/file.toml"]);
+    assert!(!out.status.success());
+}
