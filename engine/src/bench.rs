@@ -243,3 +243,53 @@ mod tests {
         assert!(median(vec![]).is_nan());
     }
 }
+
+/// How long the rack model takes: the app redraws on every slider move, so one evaluation must
+/// stay well under 1 ms and a 64-point sweep under 16 ms (one frame at 60 Hz).
+#[derive(Debug, Clone, Serialize)]
+pub struct RackTiming {
+    pub scenario: String,
+    /// Median over the iterations, µs.
+    pub eval_us: f64,
+    pub sweep64_us: f64,
+}
+
+/// Times `rack::eval` and a 64-point `rack::sweep` of each named scenario (median of
+/// `iterations` runs each). Scenarios whose phase has no sweep report 0 for it.
+pub fn rack(
+    scenarios: &[(String, crate::rack::Scenario)],
+    iterations: u32,
+) -> Result<Vec<RackTiming>, crate::rack::RackError> {
+    let p = crate::rack::Params::fitted();
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let n = iterations.max(1);
+    scenarios
+        .iter()
+        .map(|(name, s)| {
+            let mut evals = Vec::new();
+            let mut sweeps = Vec::new();
+            let sweepable = matches!(
+                s.phase,
+                crate::rack::scenario::Phase::Decode | crate::rack::scenario::Phase::Serve
+            );
+            for _ in 0..n {
+                let t = Instant::now();
+                std::hint::black_box(crate::rack::eval(s, &p)?);
+                evals.push(t.elapsed().as_secs_f64() * 1e6);
+                if sweepable {
+                    let t = Instant::now();
+                    std::hint::black_box(crate::rack::sweep(s, &p, 64)?);
+                    sweeps.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+            Ok(RackTiming {
+                scenario: name.clone(),
+                eval_us: median(evals),
+                sweep64_us: if sweepable { median(sweeps) } else { 0.0 },
+            })
+        })
+        .collect()
+}

@@ -90,6 +90,9 @@ enum BackendArg {
 enum Suite {
     /// gemv and the vec4 copy: achieved memory bandwidth, gemv checked against the reference.
     Kernels,
+    /// The rack model's speed (CPU only): eval and a 64-point sweep of every scenario in
+    /// scenarios/.
+    Rack,
 }
 
 fn main() -> ExitCode {
@@ -129,6 +132,36 @@ fn run(cli: Cli) -> Result<(), String> {
             if let Some(bad) = report.gemv.iter().find(|g| !g.passed) {
                 let what = format!("gemv (lanes {}) against the reference", bad.lanes);
                 return Err(bad.comparison.describe(&what));
+            }
+        }
+        Command::Bench {
+            suite: Suite::Rack,
+            iterations,
+            json,
+            ..
+        } => {
+            let mut scenarios = Vec::new();
+            let mut paths: Vec<_> = std::fs::read_dir("scenarios")
+                .map_err(|e| format!("scenarios/: {e} (run from the repository root)"))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml" || x == "json"))
+                .collect();
+            paths.sort();
+            for path in paths {
+                let name = path.to_string_lossy().into_owned();
+                scenarios.push((name.clone(), load_scenario(&name)?));
+            }
+            let timing = bench::rack(&scenarios, iterations).map_err(|e| e.to_string())?;
+            if json {
+                println!("{}", to_json(&timing)?);
+            } else {
+                println!("{:<55} {:>10} {:>12}", "scenario", "eval µs", "sweep64 µs");
+                for t in &timing {
+                    println!(
+                        "{:<55} {:>10.1} {:>12.1}",
+                        t.scenario, t.eval_us, t.sweep64_us
+                    );
+                }
             }
         }
         Command::Generate(args) => run_generate(args)?,
@@ -298,16 +331,11 @@ fn run_rack(command: RackCommand) -> Result<(), String> {
         }
         RackCommand::Calibrate { json, write, check } => {
             let fit = if check {
-                let residuals = calibrate::residuals(&params).map_err(|e| e.to_string())?;
-                let all_within = residuals.iter().all(|r| r.within);
-                calibrate::Fit {
-                    params,
-                    residuals,
-                    all_within,
-                }
+                calibrate::Fit::of(params)
             } else {
-                calibrate::fit(&params).map_err(|e| e.to_string())?
-            };
+                calibrate::fit(&params)
+            }
+            .map_err(|e| e.to_string())?;
             if json {
                 println!("{}", to_json(&fit)?);
             } else {
@@ -346,6 +374,18 @@ fn print_fit(fit: &calibrate::Fit) {
             100.0 * r.residual,
             100.0 * r.bound,
             if r.within { " " } else { "!" },
+            r.metric
+        );
+    }
+    println!();
+    println!("validation (not fitted; see docs/RACK_MODEL.md for why)");
+    for r in &fit.validation {
+        println!(
+            "{:<30} {:>12.4} {:>12.4} {:>+8.1}%        {}",
+            r.id,
+            r.measured,
+            r.predicted,
+            100.0 * r.residual,
             r.metric
         );
     }

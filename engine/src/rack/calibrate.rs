@@ -12,16 +12,19 @@ use super::scenario::{Load, Optimization, Optimizations, Recompute, Scenario, Sp
 use super::serve::{eval, Evaluation};
 use super::RackError;
 
+/// A change to a committed scenario (an optimization removed, another load).
+type Edit = Box<dyn Fn(&mut Scenario)>;
+
 pub struct Point {
     pub id: &'static str,
     pub source: &'static str,
     pub seed: bool,
     scenario: (&'static str, &'static str),
-    edit: fn(&mut Scenario),
+    edit: Edit,
     pub metric: &'static str,
     read: fn(&Evaluation) -> f64,
     /// When set, the point is a gain: read(edit) / read(this edit) - 1.
-    gain_over: Option<fn(&mut Scenario)>,
+    gain_over: Option<Edit>,
     pub measured: f64,
 }
 
@@ -43,7 +46,7 @@ impl Point {
 
     pub fn predict(&self, p: &Params) -> Result<f64, RackError> {
         let value = (self.read)(&eval(&self.scenario()?, p)?);
-        match self.gain_over {
+        match &self.gain_over {
             None => Ok(value),
             Some(edit) => {
                 let (path, text) = self.scenario;
@@ -163,7 +166,7 @@ pub fn points() -> Vec<Point> {
             source: BLOG14,
             seed: true,
             scenario: NVL72,
-            edit: nvl72_before,
+            edit: Box::new(nvl72_before),
             metric: "tokens/s per user at 12.35 sequences per GPU, before",
             read: user,
             gain_over: None,
@@ -174,7 +177,7 @@ pub fn points() -> Vec<Point> {
             source: BLOG14,
             seed: true,
             scenario: NVL72,
-            edit: nvl72_before,
+            edit: Box::new(nvl72_before),
             metric: "output tokens/s per GPU, before",
             read: out_per_gpu,
             gain_over: None,
@@ -185,7 +188,7 @@ pub fn points() -> Vec<Point> {
             source: BLOG14,
             seed: true,
             scenario: NVL72,
-            edit: nvl72_after,
+            edit: Box::new(nvl72_after),
             metric: "tokens/s per user at 13.31 sequences per GPU, after",
             read: user,
             gain_over: None,
@@ -196,7 +199,7 @@ pub fn points() -> Vec<Point> {
             source: BLOG14,
             seed: true,
             scenario: NVL72,
-            edit: nvl72_after,
+            edit: Box::new(nvl72_after),
             metric: "output tokens/s per GPU, after",
             read: out_per_gpu,
             gain_over: None,
@@ -207,7 +210,7 @@ pub fn points() -> Vec<Point> {
             source: BLOG14,
             seed: true,
             scenario: COPY,
-            edit: copy_before,
+            edit: Box::new(copy_before),
             metric: "MLA copy/concat kernel, µs (3.8x SoL)",
             read: copy_concat,
             gain_over: None,
@@ -218,7 +221,7 @@ pub fn points() -> Vec<Point> {
             source: BLOG14,
             seed: true,
             scenario: COPY,
-            edit: keep,
+            edit: Box::new(keep),
             metric: "MLA copy/concat kernel, µs (1.3x SoL)",
             read: copy_concat,
             gain_over: None,
@@ -229,7 +232,7 @@ pub fn points() -> Vec<Point> {
             source: "seed; SemiAnalysis H100 vs GB200 NVL72 training benchmarks (secondary)",
             seed: true,
             scenario: GPT3,
-            edit: gpt3_jan_2024,
+            edit: Box::new(gpt3_jan_2024),
             metric: "MFU, January 2024 software",
             read: mfu,
             gain_over: None,
@@ -240,7 +243,7 @@ pub fn points() -> Vec<Point> {
             source: "seed; SemiAnalysis H100 vs GB200 NVL72 training benchmarks (secondary)",
             seed: true,
             scenario: GPT3,
-            edit: keep,
+            edit: Box::new(keep),
             metric: "MFU, December 2024 software",
             read: mfu,
             gain_over: None,
@@ -251,7 +254,7 @@ pub fn points() -> Vec<Point> {
             source: "seed; NVIDIA blog 'Blackwell Breaks the 1,000 TPS/User Barrier' (AA: 1,038)",
             seed: true,
             scenario: LLAMA4,
-            edit: keep,
+            edit: Box::new(keep),
             metric: "tokens/s per user, EAGLE-3 + fusions + PDL",
             read: user,
             gain_over: None,
@@ -262,7 +265,7 @@ pub fn points() -> Vec<Point> {
             source: "seed; same blog: 4x the best Blackwell baseline",
             seed: true,
             scenario: LLAMA4,
-            edit: llama4_baseline,
+            edit: Box::new(llama4_baseline),
             metric: "tokens/s per user, no speculation, no fusions, no PDL",
             read: user,
             gain_over: None,
@@ -273,25 +276,104 @@ pub fn points() -> Vec<Point> {
             source: "TensorRT-LLM tech blog 1 ('Enable PDL: 168 -> 173 TPS/user')",
             seed: false,
             scenario: B200_DSR1,
-            edit: keep,
+            edit: Box::new(keep),
             metric: "tokens/s per user gained by PDL (fraction)",
             read: user,
-            gain_over: Some(no_pdl),
+            gain_over: Some(Box::new(no_pdl)),
             measured: 173.0 / 168.0 - 1.0,
         },
     ]
 }
 
+const INFERENCEX: (&str, &str) = scenario!("inferencex-gb200-deepseek-r1-disagg.toml");
+
+/// InferenceX's disaggregated DeepSeek-R1 FP4 runs, ISL/OSL 1K/1K: (system, concurrency,
+/// prefill GPUs, prefill TP, decode GPUs, decode EP, total tokens/s per GPU, tokens/s per user).
+const INFERENCEX_ROWS: [(&str, f64, u32, u32, u32, u32, f64, f64); 9] = [
+    ("gb200-nvl72", 4.0, 4, 4, 32, 8, 60.7, 286.40),
+    ("gb200-nvl72", 24.0, 4, 4, 32, 8, 274.8, 222.28),
+    ("gb200-nvl72", 180.0, 4, 4, 32, 32, 1149.1, 164.37),
+    ("gb200-nvl72", 2253.0, 12, 12, 32, 32, 7698.0, 90.99),
+    ("gb200-nvl72", 16130.0, 12, 12, 20, 4, 14659.4, 17.82),
+    ("dgx-b200", 6.0, 4, 4, 40, 8, 49.3, 309.17),
+    ("dgx-b200", 45.0, 4, 4, 40, 8, 369.9, 191.18),
+    ("dgx-b200", 875.0, 4, 4, 40, 8, 2832.9, 101.79),
+    ("dgx-b200", 10860.0, 12, 12, 20, 4, 12515.7, 21.34),
+];
+
+fn inferencex_points() -> Vec<Point> {
+    let mut out = Vec::new();
+    for (i, &(system, conc, pg, ptp, dg, ep, gpu, usr)) in INFERENCEX_ROWS.iter().enumerate() {
+        let edit = move |s: &mut Scenario| {
+            if let Ok(sys) = super::hardware::System::by_id(system) {
+                s.system = sys;
+            }
+            s.pools = Some(super::scenario::Pools {
+                prefill_gpus: pg,
+                prefill_tp: ptp,
+                decode_gpus: dg,
+            });
+            s.gpus = ep;
+            s.ep = ep;
+            s.tp = ep.min(8);
+            s.dp = ep / s.tp;
+            s.load = Load::Concurrency(conc);
+        };
+        let id: &'static str = [
+            "inferencex-gb200-c4",
+            "inferencex-gb200-c24",
+            "inferencex-gb200-c180",
+            "inferencex-gb200-c2253",
+            "inferencex-gb200-c16130",
+            "inferencex-b200-c6",
+            "inferencex-b200-c45",
+            "inferencex-b200-c875",
+            "inferencex-b200-c10860",
+        ][i];
+        let source = "InferenceX blog 'GB200 NVL72 vs B200 on DeepSeek R1' (2026-05-22)";
+        out.push(Point {
+            id,
+            source,
+            seed: false,
+            scenario: INFERENCEX,
+            edit: Box::new(edit),
+            metric: "total tokens/s per GPU (prefill GPUs included)",
+            read: |e| e.total_tokens_per_s_per_gpu,
+            gain_over: None,
+            measured: gpu,
+        });
+        out.push(Point {
+            id,
+            source,
+            seed: false,
+            scenario: INFERENCEX,
+            edit: Box::new(edit),
+            metric: "tokens/s per user (1000 / TPOT)",
+            read: user,
+            gain_over: None,
+            measured: usr,
+        });
+    }
+    out
+}
+
 /// Public figures the model is checked against but not fitted to, each for a stated reason
 /// (RACK_MODEL.md): their residuals are reported, not bounded.
 pub fn validation() -> Vec<Point> {
+    let mut v = inferencex_points();
+    v.extend(b200_min_latency());
+    v
+}
+
+/// TensorRT-LLM tech blog 1 (February 2025 software) at concurrency 1.
+fn b200_min_latency() -> Vec<Point> {
     vec![
         Point {
             id: "b200-dsr1-no-mtp",
             source: "TensorRT-LLM tech blog 1 (B200 min latency)",
             seed: false,
             scenario: B200_DSR1,
-            edit: no_mtp,
+            edit: Box::new(no_mtp),
             metric: "tokens/s per user, no MTP",
             read: user,
             gain_over: None,
@@ -302,7 +384,7 @@ pub fn validation() -> Vec<Point> {
             source: "TensorRT-LLM tech blog 1 (B200 min latency)",
             seed: false,
             scenario: B200_DSR1,
-            edit: mtp1,
+            edit: Box::new(mtp1),
             metric: "tokens/s per user, MTP 1 (AR 1.92)",
             read: user,
             gain_over: None,
@@ -313,7 +395,7 @@ pub fn validation() -> Vec<Point> {
             source: "TensorRT-LLM tech blog 1 (B200 min latency)",
             seed: false,
             scenario: B200_DSR1,
-            edit: keep,
+            edit: Box::new(keep),
             metric: "tokens/s per user, MTP 3 (AR 2.82)",
             read: user,
             gain_over: None,
@@ -341,10 +423,25 @@ pub struct Fit {
     pub params: Params,
     pub residuals: Vec<Residual>,
     pub all_within: bool,
+    /// Figures not fitted: predicted vs measured, no bound.
+    pub validation: Vec<Residual>,
 }
 
 pub fn residuals(p: &Params) -> Result<Vec<Residual>, RackError> {
-    points()
+    table(&points(), p)
+}
+
+pub fn validation_residuals(p: &Params) -> Result<Vec<Residual>, RackError> {
+    let mut r = table(&validation(), p)?;
+    for row in &mut r {
+        row.within = true;
+        row.bound = 0.0;
+    }
+    Ok(r)
+}
+
+fn table(points: &[Point], p: &Params) -> Result<Vec<Residual>, RackError> {
+    points
         .iter()
         .map(|pt| {
             let predicted = pt.predict(p)?;
@@ -425,14 +522,21 @@ pub fn fit(start: &Params) -> Result<Fit, RackError> {
             }
         }
     }
-    let params = Params::from_vec(&from_free(&best));
-    let residuals = residuals(&params)?;
-    let all_within = residuals.iter().all(|r| r.within);
-    Ok(Fit {
-        params,
-        residuals,
-        all_within,
-    })
+    Fit::of(Params::from_vec(&from_free(&best)))
+}
+
+impl Fit {
+    /// The residual tables of `params`.
+    pub fn of(params: Params) -> Result<Fit, RackError> {
+        let residuals = residuals(&params)?;
+        let all_within = residuals.iter().all(|r| r.within);
+        Ok(Fit {
+            params,
+            residuals,
+            all_within,
+            validation: validation_residuals(&params)?,
+        })
+    }
 }
 
 fn nelder_mead(

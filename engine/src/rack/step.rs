@@ -458,6 +458,17 @@ impl<'a> Tally<'a> {
         );
     }
 
+    /// Adds `times` copies of another tally's kernels.
+    fn absorb(&mut self, other: &Tally, times: f64) {
+        self.compute_us += other.compute_us * times;
+        self.memory_us += other.memory_us * times;
+        self.comm_us += other.comm_us * times;
+        self.kernels += other.kernels * times;
+        self.flops += other.flops * times;
+        self.bytes += other.bytes * times;
+        self.copy_concat_us = other.copy_concat_us;
+    }
+
     fn busy_us(&self) -> f64 {
         self.compute_us + self.memory_us + self.comm_us
     }
@@ -494,8 +505,13 @@ fn forward(s: &Scenario, p: &Params, shape: Shape, prefill: bool) -> Step {
     let mut t = Tally::new(s, p);
     let layers = s.model.layers / s.pp;
     let moe_layers = s.model.moe_layers() / s.pp;
-    for i in 0..layers {
-        t.layer(shape, prefill, i >= layers - moe_layers, false);
+    // Layers of one kind are identical: cost one of each and count it as many times.
+    for (moe, count) in [(false, layers - moe_layers), (true, moe_layers)] {
+        if count > 0 {
+            let mut one = Tally::new(s, p);
+            one.layer(shape, prefill, moe, false);
+            t.absorb(&one, count as f64);
+        }
     }
     if !prefill || s.pp == 1 {
         t.head(shape);
@@ -512,10 +528,11 @@ pub fn layer_forward(s: &Scenario, p: &Params, shape: Shape, moe: bool) -> Step 
 
 /// One forward, with two-batch overlap when on: the batch is split in two and each half's
 /// communication runs under the other half's compute, at the price of reading the weights twice
-/// and launching every kernel twice.
+/// and launching every kernel twice. Like a real scheduler, it is used only where it pays.
 pub fn forward_step(s: &Scenario, p: &Params, shape: Shape, prefill: bool) -> Step {
+    let plain = forward(s, p, shape, prefill);
     if !s.optimizations.has(O::TwoBatchOverlap) || shape.batch < 2.0 {
-        return forward(s, p, shape, prefill);
+        return plain;
     }
     let half = forward(
         s,
@@ -532,13 +549,18 @@ pub fn forward_step(s: &Scenario, p: &Params, shape: Shape, prefill: bool) -> St
         overlap_us: -hidden,
         ..b
     };
-    Step {
+    let overlapped = Step {
         breakdown,
         time_us: breakdown.total_us(),
         kernels: 2.0 * half.kernels,
         flops: 2.0 * half.flops,
         hbm_bytes: 2.0 * half.hbm_bytes,
         copy_concat_us: half.copy_concat_us,
+    };
+    if overlapped.time_us < plain.time_us {
+        overlapped
+    } else {
+        plain
     }
 }
 
