@@ -287,23 +287,57 @@ pub fn points() -> Vec<Point> {
 
 const INFERENCEX: (&str, &str) = scenario!("inferencex-gb200-deepseek-r1-disagg.toml");
 
-/// InferenceX's disaggregated DeepSeek-R1 FP4 runs, ISL/OSL 1K/1K: (system, concurrency,
-/// prefill GPUs, prefill TP, decode GPUs, decode EP, total tokens/s per GPU, tokens/s per user).
-const INFERENCEX_ROWS: [(&str, f64, u32, u32, u32, u32, f64, f64); 9] = [
-    ("gb200-nvl72", 4.0, 4, 4, 32, 8, 60.7, 286.40),
-    ("gb200-nvl72", 24.0, 4, 4, 32, 8, 274.8, 222.28),
-    ("gb200-nvl72", 180.0, 4, 4, 32, 32, 1149.1, 164.37),
-    ("gb200-nvl72", 2253.0, 12, 12, 32, 32, 7698.0, 90.99),
-    ("gb200-nvl72", 16130.0, 12, 12, 20, 4, 14659.4, 17.82),
-    ("dgx-b200", 6.0, 4, 4, 40, 8, 49.3, 309.17),
-    ("dgx-b200", 45.0, 4, 4, 40, 8, 369.9, 191.18),
-    ("dgx-b200", 875.0, 4, 4, 40, 8, 2832.9, 101.79),
-    ("dgx-b200", 10860.0, 12, 12, 20, 4, 12515.7, 21.34),
+/// One of InferenceX's disaggregated DeepSeek-R1 FP4 runs, ISL/OSL 1K/1K.
+struct InferenceXRow {
+    system: &'static str,
+    concurrency: f64,
+    prefill_gpus: u32,
+    prefill_tp: u32,
+    decode_gpus: u32,
+    ep: u32,
+    /// Total (input + output) tokens/s per GPU, prefill GPUs included.
+    tok_s_gpu: f64,
+    tok_s_user: f64,
+}
+
+const fn row(
+    system: &'static str,
+    concurrency: f64,
+    (prefill_gpus, prefill_tp): (u32, u32),
+    (decode_gpus, ep): (u32, u32),
+    tok_s_gpu: f64,
+    tok_s_user: f64,
+) -> InferenceXRow {
+    InferenceXRow {
+        system,
+        concurrency,
+        prefill_gpus,
+        prefill_tp,
+        decode_gpus,
+        ep,
+        tok_s_gpu,
+        tok_s_user,
+    }
+}
+
+const INFERENCEX_ROWS: [InferenceXRow; 9] = [
+    row("gb200-nvl72", 4.0, (4, 4), (32, 8), 60.7, 286.40),
+    row("gb200-nvl72", 24.0, (4, 4), (32, 8), 274.8, 222.28),
+    row("gb200-nvl72", 180.0, (4, 4), (32, 32), 1149.1, 164.37),
+    row("gb200-nvl72", 2253.0, (12, 12), (32, 32), 7698.0, 90.99),
+    row("gb200-nvl72", 16130.0, (12, 12), (20, 4), 14659.4, 17.82),
+    row("dgx-b200", 6.0, (4, 4), (40, 8), 49.3, 309.17),
+    row("dgx-b200", 45.0, (4, 4), (40, 8), 369.9, 191.18),
+    row("dgx-b200", 875.0, (4, 4), (40, 8), 2832.9, 101.79),
+    row("dgx-b200", 10860.0, (12, 12), (20, 4), 12515.7, 21.34),
 ];
 
 fn inferencex_points() -> Vec<Point> {
     let mut out = Vec::new();
-    for (i, &(system, conc, pg, ptp, dg, ep, gpu, usr)) in INFERENCEX_ROWS.iter().enumerate() {
+    for (i, r) in INFERENCEX_ROWS.iter().enumerate() {
+        let (system, conc, ep) = (r.system, r.concurrency, r.ep);
+        let (pg, ptp, dg) = (r.prefill_gpus, r.prefill_tp, r.decode_gpus);
+        let (gpu, usr) = (r.tok_s_gpu, r.tok_s_user);
         let edit = move |s: &mut Scenario| {
             if let Ok(sys) = super::hardware::System::by_id(system) {
                 s.system = sys;
