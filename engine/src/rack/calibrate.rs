@@ -160,6 +160,12 @@ const B200_DSR1: (&str, &str) = scenario!("trtllm-b200-deepseek-r1-min-latency.t
 
 /// The calibration set.
 pub fn points() -> Vec<Point> {
+    let mut v = seeds_and_pdl();
+    v.extend(b200_min_latency());
+    v
+}
+
+fn seeds_and_pdl() -> Vec<Point> {
     vec![
         Point {
             id: "nvl72-dsr1-before-tok-s-user",
@@ -394,9 +400,7 @@ fn inferencex_points() -> Vec<Point> {
 /// Public figures the model is checked against but not fitted to, each for a stated reason
 /// (RACK_MODEL.md): their residuals are reported, not bounded.
 pub fn validation() -> Vec<Point> {
-    let mut v = inferencex_points();
-    v.extend(b200_min_latency());
-    v
+    inferencex_points()
 }
 
 /// TensorRT-LLM tech blog 1 (February 2025 software) at concurrency 1.

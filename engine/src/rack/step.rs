@@ -337,7 +337,7 @@ impl<'a> Tally<'a> {
 
     /// One MoE block: router, shared expert, routed experts on this GPU's EP rank, and the
     /// communication that brings tokens to their experts and back.
-    fn moe(&mut self, shape: Shape) {
+    fn moe(&mut self, shape: Shape, experts_precision: Precision) {
         let s = self.s;
         let Some(moe) = s.model.moe.as_ref() else {
             return;
@@ -367,7 +367,7 @@ impl<'a> Tally<'a> {
         let touched = mechanisms::experts_touched(experts, pairs);
         let inter = moe.intermediate as f64;
         let mats = if s.model.gated { 3.0 } else { 2.0 };
-        let w = s.weights;
+        let w = experts_precision;
         let act_b = s.activations.activation_bytes();
         let rate = self.flops_s(Precision::gemm(w, s.activations));
         let fused = s.optimizations.has(O::FusedGateUpSwiglu);
@@ -423,8 +423,7 @@ impl<'a> Tally<'a> {
         // `residual_norm`, like any row-parallel output.
     }
 
-    /// One decoder layer; `moe` picks the MoE FFN over the dense one. Draft layers keep their
-    /// non-expert weights in BF16.
+    /// One decoder layer; `moe` picks the MoE FFN over the dense one. Draft layers are BF16.
     fn layer(&mut self, shape: Shape, prefill: bool, moe: bool, draft: bool) {
         let tp = self.s.attention_tp();
         let group_tokens = shape.batch * tp as f64 * shape.tokens;
@@ -437,7 +436,15 @@ impl<'a> Tally<'a> {
         self.attention(shape, prefill, attention);
         self.residual_norm(group_tokens, tp);
         if moe {
-            self.moe(shape);
+            // Draft (MTP) layers ship in BF16, experts included (TensorRT-LLM tech blog 1).
+            self.moe(
+                shape,
+                if draft {
+                    Precision::Bf16
+                } else {
+                    self.s.weights
+                },
+            );
         } else {
             let inter = self.s.model.dense_intermediate as f64;
             self.mlp(group_tokens, inter, tp as f64, weights);
