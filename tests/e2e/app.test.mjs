@@ -45,7 +45,7 @@ test('bad addresses show a message and the app keeps working', async () => {
 
     // Still alive: navigating on to a real page works.
     await page.goto(`${server.base}#/rack`);
-    await page.getByTestId('rack-placeholder').waitFor();
+    await page.getByTestId('rack-calibration').waitFor();
     await page.goto(`${server.base}#/embed/pareto?v=1`);
     await page.getByTestId('embed').waitFor();
     assert.deepEqual(problems, []);
@@ -120,6 +120,20 @@ test('without WebGPU the sandbox generates on the CPU fallback and says so', asy
     assert.match(await page.getByTestId('gen-error').innerText(), /1 to 256/);
     await generate(page, 2);
     await screenshot(page, 'sandbox-cpu-fallback');
+    assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
+  });
+});
+
+test('the rack page shows the calibration, computed in wasm, every point within its bound', async () => {
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/rack`);
+    const card = page.getByTestId('rack-calibration');
+    await card.waitFor();
+    assert.equal(await card.getAttribute('data-all-within'), 'true');
+    const rows = await page.getByTestId('rack-residual').count();
+    assert.ok(rows >= 10, `${rows} calibration rows`);
+    assert.match(await card.innerText(), /estimate/);
+    await screenshot(page, 'rack-calibration');
     assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
   });
 });
