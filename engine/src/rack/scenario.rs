@@ -554,3 +554,83 @@ impl Scenario {
         (free / per_seq / group).max(0.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(toml: &str) -> Result<Scenario, RackError> {
+        Scenario::from_text("s.toml", toml)
+    }
+
+    const R1: &str = "system = \"gb200-nvl72\"\nmodel = \"deepseek-r1\"\nphase = \"decode\"\n\
+                      weights = \"fp4\"\nbatch_per_gpu = 8\n";
+
+    #[test]
+    fn defaults_fill_a_whole_rack() {
+        let s = resolve(R1).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((s.gpus, s.tp, s.ep, s.dp, s.pp), (72, 8, 72, 9, 1));
+        assert_eq!(s.activations, Precision::Fp8);
+        assert_eq!(s.attention_weights, Precision::Fp8);
+        assert_eq!((s.input_tokens, s.output_tokens), (1024, 1024));
+        // A dense model gets no expert parallelism; tp falls to a divisor of the heads.
+        let gpt = resolve(
+            "system = \"hgx-h100\"\nmodel = \"gpt3-175b\"\nphase = \"train\"\ngpus = 64\npp = 8\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((gpt.ep, gpt.tp, gpt.dp), (1, 8, 1));
+    }
+
+    #[test]
+    fn all_means_every_optimization() {
+        let s =
+            resolve(&format!("{R1}optimizations = [\"all\"]\n")).unwrap_or_else(|e| panic!("{e}"));
+        for o in Optimization::EVERY {
+            assert!(s.optimizations.has(o), "{}", o.name());
+        }
+        assert_eq!(s.attention_tp(), 1);
+    }
+
+    #[test]
+    fn impossible_scenarios_name_their_field() {
+        let field = |toml: &str| match resolve(toml) {
+            Err(RackError::Invalid { field, .. }) => field,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        assert_eq!(field(&format!("{R1}concurrency = 5\n")), "batch_per_gpu");
+        assert_eq!(field(&format!("{R1}tp = 3\n")), "tp");
+        assert_eq!(field(&format!("{R1}gpus = 8\nep = 3\n")), "ep");
+        assert_eq!(
+            field(&R1.replace("batch_per_gpu = 8", "batch_per_gpu = -1")),
+            "batch_per_gpu"
+        );
+        assert_eq!(field(&format!("{R1}comm_sms = 148\n")), "comm_sms");
+        assert_eq!(field(&format!("{R1}prefill_gpus = 4\n")), "decode_gpus");
+        assert_eq!(
+            field(&format!(
+                "{R1}[speculative]\nmethod = \"mtp\"\ndraft_tokens = 0\n"
+            )),
+            "speculative.draft_tokens"
+        );
+        let maverick = "system = \"dgx-b200\"\nmodel = \"llama4-maverick\"\nphase = \"decode\"\n\
+                        batch_per_gpu = 1\n[speculative]\nmethod = \"mtp\"\ndraft_tokens = 2\n";
+        assert_eq!(field(maverick), "speculative.method");
+        // 671B in BF16 does not fit in 8 x 80 GB.
+        assert_eq!(
+            field(
+                "system = \"hgx-h100\"\nmodel = \"deepseek-r1\"\nphase = \"decode\"\n\
+                   weights = \"bf16\"\nbatch_per_gpu = 1\n"
+            ),
+            "gpus"
+        );
+    }
+
+    #[test]
+    fn kv_cache_limits_the_batch() {
+        let s = resolve(R1).unwrap_or_else(|e| panic!("{e}"));
+        let per_seq = s.kv_bytes_per_sequence(2048.0);
+        // 61 layers x 576 elements x 1 byte (FP8) per token.
+        assert_eq!(per_seq, 2048.0 * 61.0 * 576.0);
+        assert!(s.max_batch_per_gpu() > 0.0);
+    }
+}
