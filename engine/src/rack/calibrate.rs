@@ -293,7 +293,9 @@ fn seeds_and_pdl() -> Vec<Point> {
 
 const INFERENCEX: (&str, &str) = scenario!("inferencex-gb200-deepseek-r1-disagg.toml");
 
-/// One of InferenceX's disaggregated DeepSeek-R1 FP4 runs, ISL/OSL 1K/1K.
+/// One of InferenceX's disaggregated DeepSeek-R1 FP4 runs, ISL/OSL 1K/1K. InferenceX lists the
+/// 12-GPU prefill pools as "TP=12", which cannot split 128 heads; we read them as three TP 4
+/// workers, like the 4-GPU pools.
 struct InferenceXRow {
     system: &'static str,
     concurrency: f64,
@@ -330,12 +332,12 @@ const INFERENCEX_ROWS: [InferenceXRow; 9] = [
     row("gb200-nvl72", 4.0, (4, 4), (32, 8), 60.7, 286.40),
     row("gb200-nvl72", 24.0, (4, 4), (32, 8), 274.8, 222.28),
     row("gb200-nvl72", 180.0, (4, 4), (32, 32), 1149.1, 164.37),
-    row("gb200-nvl72", 2253.0, (12, 12), (32, 32), 7698.0, 90.99),
-    row("gb200-nvl72", 16130.0, (12, 12), (20, 4), 14659.4, 17.82),
+    row("gb200-nvl72", 2253.0, (12, 4), (32, 32), 7698.0, 90.99),
+    row("gb200-nvl72", 16130.0, (12, 4), (20, 4), 14659.4, 17.82),
     row("dgx-b200", 6.0, (4, 4), (40, 8), 49.3, 309.17),
     row("dgx-b200", 45.0, (4, 4), (40, 8), 369.9, 191.18),
     row("dgx-b200", 875.0, (4, 4), (40, 8), 2832.9, 101.79),
-    row("dgx-b200", 10860.0, (12, 12), (20, 4), 12515.7, 21.34),
+    row("dgx-b200", 10860.0, (12, 4), (20, 4), 12515.7, 21.34),
 ];
 
 fn inferencex_points() -> Vec<Point> {
@@ -358,6 +360,17 @@ fn inferencex_points() -> Vec<Point> {
             s.tp = ep.min(8);
             s.dp = ep / s.tp;
             s.load = Load::Concurrency(conc);
+            // The runs' recipes are not published. One rule for all rows, the usual practice:
+            // below 4 requests per decode GPU, latency mode (TP attention, 3 MTP drafts);
+            // above, throughput mode (attention DP, 1 draft).
+            let latency_mode = conc / (dg as f64) < 4.0;
+            if latency_mode {
+                without(s, &[Optimization::AttentionDp]);
+            }
+            s.speculative = s.speculative.map(|sp| Speculative {
+                draft_tokens: if latency_mode { 3 } else { 1 },
+                ..sp
+            });
         };
         let id: &'static str = [
             "inferencex-gb200-c4",

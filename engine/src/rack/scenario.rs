@@ -304,6 +304,12 @@ impl Scenario {
             if p.prefill_gpus % p.prefill_tp != 0 {
                 return Err(invalid("prefill_tp", "must divide prefill_gpus"));
             }
+            if model.heads() % p.prefill_tp != 0 {
+                return Err(invalid(
+                    "prefill_tp",
+                    format!("must divide the {} attention heads", model.heads()),
+                ));
+            }
         }
 
         // A disaggregated decode pool is made of instances of `ep` GPUs.
