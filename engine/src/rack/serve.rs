@@ -161,29 +161,42 @@ fn decode(s: &Scenario, p: &Params) -> Result<Evaluation, RackError> {
     let user = user_rate(&step, acc);
     let out = b * user;
     let io = (s.input_tokens + s.output_tokens) as f64 / s.output_tokens as f64;
-    let (mfu, mbu) = utilization(s, &step);
     Ok(Evaluation {
-        system: s.system.id,
-        model: s.model.id,
-        phase: s.phase,
         tokens_per_s_per_user: user,
         output_tokens_per_s_per_gpu: out,
         total_tokens_per_s_per_gpu: out * io,
         tokens_per_s_per_gpu: out,
         users_per_rack: out * s.system.gpus as f64 / user,
+        accepted_tokens_per_step: acc,
+        ..base(s, &step, b)
+    })
+}
+
+/// The fields every phase fills the same way; callers override the rest.
+fn base(s: &Scenario, step: &Step, batch: f64) -> Evaluation {
+    let (mfu, mbu) = utilization(s, step);
+    Evaluation {
+        system: s.system.id,
+        model: s.model.id,
+        phase: s.phase,
+        tokens_per_s_per_user: 0.0,
+        output_tokens_per_s_per_gpu: 0.0,
+        total_tokens_per_s_per_gpu: 0.0,
+        tokens_per_s_per_gpu: 0.0,
+        users_per_rack: 0.0,
         mfu,
         mbu,
         step_time_us: step.time_us,
-        batch_per_gpu: b,
-        concurrency: b * s.gpus as f64,
+        batch_per_gpu: batch,
+        concurrency: batch * s.gpus as f64,
         gpus: s.gpus,
         breakdown_us: step.breakdown,
         kernels_per_step: step.kernels,
-        accepted_tokens_per_step: acc,
+        accepted_tokens_per_step: 0.0,
         ttft_ms: 0.0,
         copy_concat_us_per_layer: 0.0,
         estimated: true,
-    })
+    }
 }
 
 fn prefill(s: &Scenario, p: &Params) -> Evaluation {
@@ -198,28 +211,12 @@ fn prefill(s: &Scenario, p: &Params) -> Evaluation {
     };
     let step = step::forward_step(s, p, shape, true);
     let input = b * s.input_tokens as f64 * 1e6 / step.time_us;
-    let (mfu, mbu) = utilization(s, &step);
     Evaluation {
-        system: s.system.id,
-        model: s.model.id,
-        phase: s.phase,
-        tokens_per_s_per_user: 0.0,
-        output_tokens_per_s_per_gpu: 0.0,
         total_tokens_per_s_per_gpu: input,
         tokens_per_s_per_gpu: input,
-        users_per_rack: 0.0,
-        mfu,
-        mbu,
-        step_time_us: step.time_us,
-        batch_per_gpu: b,
-        concurrency: b * s.gpus as f64,
-        gpus: s.gpus,
-        breakdown_us: step.breakdown,
-        kernels_per_step: step.kernels,
-        accepted_tokens_per_step: 0.0,
         ttft_ms: step.time_us / 1e3,
         copy_concat_us_per_layer: step.copy_concat_us,
-        estimated: true,
+        ..base(s, &step, b)
     }
 }
 
@@ -333,28 +330,17 @@ impl<'a> Deployment<'a> {
         let user = user_rate(&pt.step, pt.accepted);
         let out = pt.rate * s.output_tokens as f64 / gpus;
         let total = pt.rate * (s.input_tokens + s.output_tokens) as f64 / gpus;
-        let (mfu, mbu) = utilization(s, &pt.step);
         Evaluation {
-            system: s.system.id,
-            model: s.model.id,
-            phase: s.phase,
             tokens_per_s_per_user: user,
             output_tokens_per_s_per_gpu: out,
             total_tokens_per_s_per_gpu: total,
             tokens_per_s_per_gpu: total,
             users_per_rack: out * s.system.gpus as f64 / user,
-            mfu,
-            mbu,
-            step_time_us: pt.step.time_us,
-            batch_per_gpu: pt.b,
             concurrency: pt.concurrency + queued,
             gpus: gpus as u32,
-            breakdown_us: pt.step.breakdown,
-            kernels_per_step: pt.step.kernels,
             accepted_tokens_per_step: pt.accepted,
             ttft_ms: (pt.ttft_us + queued / pt.rate * 1e6) / 1e3,
-            copy_concat_us_per_layer: 0.0,
-            estimated: true,
+            ..base(s, &pt.step, pt.b)
         }
     }
 }
