@@ -1,15 +1,25 @@
-// gemv: y[M] = W[M, K] · x[K], row-major f32 weights, f32 accumulation.
+// gemv: y[z] = W[e(z)] · x[z] for each of T rows z of x, row-major f32 weights, f32 accumulation.
+// T = 1 is a decode GEMV; T > 1 is prefill (each workgroup still streams its rows of W once per
+// token, which is cheap at the sandbox's size and keeps one kernel for every projection).
 //
-// One workgroup of 256 invocations computes ROWS = 256 / LANES consecutive rows; LANES lanes
-// share a row and read it as vec4s, so each row is streamed in coalesced runs of LANES·16 bytes.
-// x is staged in workgroup memory one tile of TILE_K4 vec4s at a time and read by all ROWS rows
-// from there. Each lane keeps one partial sum; a row's partials are reduced in shared memory.
+// One workgroup of 256 invocations computes ROWS = 256 / LANES consecutive rows of one token
+// (grid z = token); LANES lanes share a row and read it as vec4s, so each row is streamed in
+// coalesced runs of LANES·16 bytes. x is staged in workgroup memory one tile of TILE_K4 vec4s at a
+// time and read by all ROWS rows from there. Each lane keeps one partial sum; a row's partials
+// are reduced in shared memory.
+//
+// Layout (GemvParams): W starts at w_offset (vec4s). Grouped experts (expert_stride > 0): W holds
+// `experts` matrices expert_stride vec4s apart, and token z uses the one named by
+// route_meta[z·meta_stride] (a dispatch record's expert id). x row z starts at x_offset + z·x_stride
+// (vec4s). Output row m of token z goes to y[y_offset + z·y_stride + (m / seg)·seg_stride + m % seg]:
+// seg = M is a plain row; a smaller seg scatters the row into an interleaved layout (MLA writes
+// each head's part straight into its slot of the concatenated query).
 //
 // LANES (override; a power of two from 32 to 256, default 32) trades x reuse (more rows per
 // workgroup) against the address range that resident workgroups stream at once (fewer rows).
 //
-// Constraints: K % 4 == 0 (vec4 rows), M ≥ 1. The grid is 2D (see kernels::grid_2d): the
-// workgroup index is wg.x + wg.y * num_workgroups.x, and rows past M are skipped.
+// Constraints: K % 4 == 0 (vec4 rows), M ≥ 1. The grid is 2D over rows (see kernels::grid_2d):
+// the workgroup index is wg.x + wg.y · num_workgroups.x, and rows past M are skipped.
 
 override LANES: u32 = 32u;
 const WORKGROUP: u32 = 256u;
@@ -18,14 +28,27 @@ const TILE_K4: u32 = 256u;     // 1024 floats of x per tile
 struct GemvParams {
     m: u32,
     k: u32,
+    tokens: u32,
+    experts: u32,
+    w_offset: u32,
+    expert_stride: u32,
+    meta_stride: u32,
+    x_stride: u32,
+    x_offset: u32,
+    y_stride: u32,
+    y_offset: u32,
+    seg: u32,
+    seg_stride: u32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: GemvParams;
-@group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;        // [M, K/4]
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;        // [K/4]
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;        // [M]
+@group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;        // [experts][M, K/4]
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;        // [T] rows of K/4
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;        // [T] rows of M
+@group(0) @binding(4) var<storage, read> route_meta: array<u32>;           // [T] records (grouped)
 
 var<workgroup> x_tile: array<vec4<f32>, TILE_K4>;
 var<workgroup> partial: array<f32, WORKGROUP>;
@@ -38,17 +61,26 @@ fn gemv(
 ) {
     let lane = lid % LANES;
     let row = (wg.x + wg.y * nwg.x) * (WORKGROUP / LANES) + lid / LANES;
+    let z = wg.z;
     let k4 = params.k / 4u;
-    let row_base = row * k4;
+    var expert = 0u;
+    if (params.expert_stride > 0u) {
+        expert = route_meta[z * params.meta_stride];
+    }
+    // An expert id out of range (never written by our router) computes nothing rather than
+    // reading another buffer's bytes.
+    let live = row < params.m && expert < params.experts;
+    let row_base = params.w_offset + expert * params.expert_stride + row * k4;
+    let x_base = params.x_offset + z * params.x_stride;
 
     var acc = 0.0;
     for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
         let tile_len = min(TILE_K4, k4 - t0);
         for (var i = lid; i < tile_len; i += WORKGROUP) {
-            x_tile[i] = x[t0 + i];
+            x_tile[i] = x[x_base + t0 + i];
         }
         workgroupBarrier();
-        if (row < params.m) {
+        if (live) {
             for (var i = lane; i < tile_len; i += LANES) {
                 acc += dot(w[row_base + t0 + i], x_tile[i]);
             }
@@ -66,6 +98,8 @@ fn gemv(
         workgroupBarrier();
     }
     if (lane == 0u && row < params.m) {
-        y[row] = partial[lid];
+        let out = params.y_offset + z * params.y_stride
+            + (row / params.seg) * params.seg_stride + row % params.seg;
+        y[out] = partial[lid];
     }
 }

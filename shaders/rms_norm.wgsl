@@ -1,6 +1,8 @@
 // rms_norm: y = x / sqrt(mean(x²) + eps) ⊙ weight, one workgroup per row. Rows are read at
 // `in_offset + row·in_stride` and written at `out_offset + row·out_stride`, so the norm can take a
 // slice of a wider row (MLA normalizes the first kv_lora_rank values of each [c_kv | k_rope] row).
+// The `tail` values after the normalized ones are copied unchanged: with the fused MLA copy/concat,
+// one launch turns a projected [c_kv | k_rope] row into its latent-cache row.
 
 struct RmsNormParams {
     rows: u32,
@@ -10,7 +12,7 @@ struct RmsNormParams {
     out_stride: u32,
     out_offset: u32,
     eps: f32,
-    _pad: u32,
+    tail: u32,
 }
 
 const WORKGROUP: u32 = 256u;
@@ -46,5 +48,8 @@ fn rms_norm(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg
     let base_out = params.out_offset + row * params.out_stride;
     for (var i = lid; i < params.width; i += WORKGROUP) {
         y[base_out + i] = x[base_in + i] * inv_rms * weight[i];
+    }
+    for (var i = params.width + lid; i < params.width + params.tail; i += WORKGROUP) {
+        y[base_out + i] = x[base_in + i];
     }
 }

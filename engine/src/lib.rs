@@ -7,5 +7,6 @@ pub mod check;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
+pub mod plan;
 pub mod rack;
 pub mod rng;

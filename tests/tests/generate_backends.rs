@@ -1,12 +1,13 @@
-//! Greedy generation gives the same tokens on the eager GPU path and on the CPU reference — or,
-//! where a near-tie makes that impossible, the run reports the tie at or before the first
-//! difference.
+//! Greedy generation gives the same tokens on the GPU — the eager baseline and with every fusion
+//! on — and on the CPU reference, or, where a near-tie makes that impossible, the run reports the
+//! tie at or before the first difference.
 
 use std::sync::Arc;
 
 use moescope_engine::model::generate::{generate, Engine, GenerateOptions, Generation, Sampling};
 use moescope_engine::model::tokenizer::encode;
 use moescope_engine::model::{MoeConfig, Weights};
+use moescope_engine::plan::Optimizations;
 use moescope_tests::gpu;
 
 #[test]
@@ -29,24 +30,27 @@ fn gpu_and_cpu_greedy_agree_or_report_the_tie() {
             ))
             .unwrap()
         };
-        let on_gpu = run(Engine::gpu(Arc::clone(&ctx), &w).unwrap());
         let on_cpu = run(Engine::cpu(w.clone()));
-        assert_eq!(on_gpu.tokens.len(), 24);
-        match on_gpu
-            .tokens
-            .iter()
-            .zip(&on_cpu.tokens)
-            .position(|(a, b)| a != b)
-        {
-            None => assert_eq!(on_gpu.experts, on_cpu.experts, "seed {seed}"),
-            Some(step) => {
-                let reported = on_cpu.near_ties.iter().any(|t| t.step <= step);
-                assert!(
-                    reported,
-                    "seed {seed}: tokens differ at step {step} with no near tie reported \
+        for o in [Optimizations::none(), Optimizations::all()] {
+            let on_gpu = run(Engine::gpu(Arc::clone(&ctx), &w, o).unwrap());
+            assert_eq!(on_gpu.optimizations, Some(o));
+            assert_eq!(on_gpu.tokens.len(), 24);
+            match on_gpu
+                .tokens
+                .iter()
+                .zip(&on_cpu.tokens)
+                .position(|(a, b)| a != b)
+            {
+                None => assert_eq!(on_gpu.experts, on_cpu.experts, "seed {seed}, {o}"),
+                Some(step) => {
+                    let reported = on_cpu.near_ties.iter().any(|t| t.step <= step);
+                    assert!(
+                        reported,
+                        "seed {seed}, {o}: tokens differ at step {step} with no near tie reported \
                      (gpu {:?}, cpu {:?})",
-                    on_gpu.tokens, on_cpu.tokens
-                );
+                        on_gpu.tokens, on_cpu.tokens
+                    );
+                }
             }
         }
     }

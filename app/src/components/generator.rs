@@ -1,6 +1,7 @@
-//! Text generation with deepseek-mini: on WebGPU (the eager path) when the browser gives an
-//! adapter, else on the CPU reference compiled to wasm, labeled as such. Tokens stream in with
-//! tokens/s, kernels and bytes per step, and the experts each token was routed to.
+//! Text generation with deepseek-mini: on WebGPU, with the kernels the optimization switches
+//! pick, when the browser gives an adapter, else on the CPU reference compiled to wasm, labeled as
+//! such. Tokens stream in with tokens/s, kernels, submissions and bytes per step, and the experts
+//! each token was routed to.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -11,7 +12,10 @@ use leptos::task::spawn_local;
 use moescope_engine::gpu::GpuContext;
 use moescope_engine::model::generate::{Backend, Engine, GenerateOptions, Generator, Sampling};
 use moescope_engine::model::{tokenizer, MoeConfig, Weights};
+use moescope_engine::plan::Optimizations;
 use wasm_bindgen::JsCast;
+
+use super::OptimizationSwitches;
 
 /// Synthetic weights seed until the trained checkpoint ships.
 const WEIGHTS_SEED: u64 = 0;
@@ -63,13 +67,13 @@ struct Engines {
     gpu_error: Option<String>,
 }
 
-async fn build_gpu(weights: &Weights) -> Result<Engine, String> {
+async fn build_gpu(weights: &Weights, o: Optimizations) -> Result<Engine, String> {
     let ctx = GpuContext::new().await.map_err(|e| e.to_string())?;
     // In the browser wgpu's handles are not Send; the Arc is the engine's native-friendly API and
     // costs one refcount here.
     #[allow(clippy::arc_with_non_send_sync)]
     let ctx = Arc::new(ctx);
-    Engine::gpu(ctx, weights).map_err(|e| e.to_string())
+    Engine::gpu(ctx, weights, o).map_err(|e| e.to_string())
 }
 
 /// Lets the browser paint between tokens.
@@ -95,7 +99,8 @@ pub fn GeneratePanel() -> impl IntoView {
     let rows = RwSignal::new(Vec::<TokenRow>::new());
     let backend_label = RwSignal::new(String::new());
     let fallback_note = RwSignal::new(None::<String>);
-    let stats = RwSignal::new(None::<(f64, f64, f64, f64)>);
+    let stats = RwSignal::new(None::<StepSummary>);
+    let optimizations = RwSignal::new(Optimizations::all());
     let stop = Rc::new(RefCell::new(false));
     let engines = Rc::new(RefCell::new(Engines::default()));
     let weights: Rc<RefCell<Option<Rc<Weights>>>> = Rc::new(RefCell::new(None));
@@ -133,7 +138,7 @@ pub fn GeneratePanel() -> impl IntoView {
                 let result = generate(
                     &engines,
                     &weights,
-                    choice.get_untracked(),
+                    (choice.get_untracked(), optimizations.get_untracked()),
                     &prompt_ids,
                     n,
                     &stop,
@@ -186,13 +191,14 @@ pub fn GeneratePanel() -> impl IntoView {
                         })
                     }>
                         <option value="auto">"Auto (WebGPU if available)"</option>
-                        <option value="gpu">"WebGPU (eager kernels)"</option>
+                        <option value="gpu">"WebGPU"</option>
                         <option value="cpu">"CPU reference (wasm)"</option>
                     </select>
                 </label>
                 <button data-testid="gen-run" on:click=move |_| run() disabled=busy>"Generate"</button>
                 <button data-testid="gen-stop" on:click=stop_click disabled=move || !busy()>"Stop"</button>
             </div>
+            <OptimizationSwitches optimizations disabled=Signal::derive(busy) />
             {move || fallback_note.get().map(|note| view! {
                 <p class="banner warn" data-testid="gen-fallback">{note}</p>
             })}
@@ -207,8 +213,8 @@ pub fn GeneratePanel() -> impl IntoView {
             </pre>
             <p data-testid="gen-stats">{move || match stats.get() {
                 None => if busy() { "Running…".to_owned() } else { String::new() },
-                Some((tps, ms, kernels, mb)) => format!(
-                    "{tps:.1} tokens/s ({ms:.1} ms per decode step, measured) · {kernels:.0} kernels per step · {mb:.1} MB read and written per step (computed from the shapes)"
+                Some(StepSummary { tokens_per_s, ms, kernels, submissions, mb }) => format!(
+                    "{tokens_per_s:.1} tokens/s ({ms:.1} ms per decode step, measured) · {kernels} kernels in {submissions} queue submissions per step · {mb:.1} MB read and written per step (computed from the shapes)"
                 ),
             }}</p>
             <h3>"Experts per token"</h3>
@@ -240,13 +246,23 @@ struct Sinks {
     rows: RwSignal<Vec<TokenRow>>,
     backend_label: RwSignal<String>,
     fallback_note: RwSignal<Option<String>>,
-    stats: RwSignal<Option<(f64, f64, f64, f64)>>,
+    stats: RwSignal<Option<StepSummary>>,
+}
+
+/// The running averages shown under the output.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct StepSummary {
+    tokens_per_s: f64,
+    ms: f64,
+    kernels: usize,
+    submissions: usize,
+    mb: f64,
 }
 
 async fn generate(
     engines: &Rc<RefCell<Engines>>,
     weights: &Rc<RefCell<Option<Rc<Weights>>>>,
-    choice: Choice,
+    (choice, optimizations): (Choice, Optimizations),
     prompt: &[u32],
     n: usize,
     stop: &Rc<RefCell<bool>>,
@@ -274,7 +290,7 @@ async fn generate(
         engine = match cached {
             Some(e) => Some(e),
             None if engines.borrow().gpu_error.is_none() || choice == Choice::Gpu => {
-                match build_gpu(&w).await {
+                match build_gpu(&w, optimizations).await {
                     Ok(e) => Some(e),
                     Err(why) => {
                         engines.borrow_mut().gpu_error = Some(why.clone());
@@ -302,10 +318,12 @@ async fn generate(
             .take()
             .unwrap_or_else(|| Engine::cpu((*w).clone())),
     };
+    engine.set_optimizations(optimizations);
     s.backend_label.set(match engine.backend() {
         Backend::Gpu => format!(
-            "Engine: WebGPU, eager (one kernel per op) on {}",
-            adapter_name(&engine)
+            "Engine: WebGPU on {}, optimizations: {}",
+            adapter_name(&engine),
+            optimizations.label()
         ),
         Backend::Cpu => {
             "Engine: CPU reference in WebAssembly (fallback, f64 accumulation)".to_owned()
@@ -361,11 +379,17 @@ async fn run_loop(
             text: token_label(step.token),
             experts: step.experts.clone(),
         };
-        let (kernels, mb) = (step.kernels as f64, step.bytes as f64 / 1e6);
+        let ms = total_ms / count;
+        let summary = StepSummary {
+            tokens_per_s: 1e3 / ms,
+            ms,
+            kernels: step.kernels,
+            submissions: step.submissions,
+            mb: step.bytes as f64 / 1e6,
+        };
         s.output.set(String::from_utf8_lossy(&bytes).into_owned());
         s.rows.update(|r| r.push(row));
-        let ms = total_ms / count;
-        s.stats.set(Some((1e3 / ms, ms, kernels, mb)));
+        s.stats.set(Some(summary));
         yield_to_browser().await;
     }
     Ok(())

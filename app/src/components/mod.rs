@@ -3,11 +3,13 @@
 mod generator;
 mod header;
 mod kernel_check;
+mod optimization_switches;
 mod route_error_panel;
 mod webgpu_banner;
 
 pub use generator::GeneratePanel;
 pub use header::Header;
 pub use kernel_check::KernelCheck;
+pub use optimization_switches::OptimizationSwitches;
 pub use route_error_panel::RouteErrorPanel;
 pub use webgpu_banner::WebGpuBanner;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand, ValueEnum};
 use moescope_engine::model::generate::{self, Engine, GenerateOptions, Sampling};
 use moescope_engine::model::{tokenizer, MoeConfig, Weights};
+use moescope_engine::plan::Optimizations;
 use moescope_engine::rack::{self, calibrate};
 use moescope_engine::{bench, gpu::GpuContext};
 
@@ -33,7 +34,17 @@ enum Command {
     /// Benchmarks on this machine's GPU (times are measured, never asserted).
     Bench {
         /// Which suite to run.
+        #[arg(default_value = "decode")]
         suite: Suite,
+        /// decode: tokens of context before the timed steps.
+        #[arg(long, default_value_t = 64)]
+        prompt_tokens: usize,
+        /// decode: timed steps per variant per round.
+        #[arg(long, default_value_t = 16)]
+        steps: usize,
+        /// decode: rounds (the variants take turns in each).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
         /// Size of each benchmark buffer in MiB.
         #[arg(long, default_value_t = 256)]
         mib: u64,
@@ -88,6 +99,9 @@ enum BackendArg {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Suite {
+    /// The decode step with all switches off, each switch alone, and all on: time, kernels,
+    /// submissions and bytes per step, per-kernel GPU times, logits checked against the baseline.
+    Decode,
     /// gemv and the vec4 copy: achieved memory bandwidth, gemv checked against the reference.
     Kernels,
     /// The rack model's speed (CPU only): eval and a 64-point sweep of every scenario in
@@ -116,10 +130,34 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", to_json(&ctx.adapter)?);
         }
         Command::Bench {
+            suite: Suite::Decode,
+            prompt_tokens,
+            steps,
+            rounds,
+            json,
+            ..
+        } => {
+            let ctx = gpu_context()?;
+            let options = bench::decode::DecodeBenchOptions {
+                prompt_tokens,
+                steps,
+                rounds,
+                seed: 0,
+            };
+            let report =
+                pollster::block_on(bench::decode::run(&ctx, options)).map_err(|e| e.to_string())?;
+            if json {
+                println!("{}", to_json(&report)?);
+            } else {
+                print_decode(&report);
+            }
+        }
+        Command::Bench {
             suite: Suite::Kernels,
             mib,
             iterations,
             json,
+            ..
         } => {
             let ctx = gpu_context()?;
             let report = pollster::block_on(bench::bandwidth(&ctx, mib, iterations))
@@ -193,9 +231,17 @@ struct GenerateArgs {
     /// A safetensors weight file (default: synthetic weights from --seed).
     #[arg(long)]
     weights: Option<std::path::PathBuf>,
+    /// Which kernels run (GPU): none (the eager baseline), all, or a comma-separated list of
+    /// switches (see `moescope bench decode`).
+    #[arg(long, default_value = "all", value_parser = parse_optimizations)]
+    opt: Optimizations,
     /// Print one JSON object instead of streaming the text.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_optimizations(text: &str) -> Result<Optimizations, String> {
+    Optimizations::parse(text).map_err(|e| e.to_string())
 }
 
 fn run_generate(a: GenerateArgs) -> Result<(), String> {
@@ -211,7 +257,7 @@ fn run_generate(a: GenerateArgs) -> Result<(), String> {
     let mut engine = match a.backend {
         BackendArg::Cpu => Engine::cpu(weights),
         BackendArg::Gpu => {
-            Engine::gpu(Arc::new(gpu_context()?), &weights).map_err(|e| e.to_string())?
+            Engine::gpu(Arc::new(gpu_context()?), &weights, a.opt).map_err(|e| e.to_string())?
         }
     };
     let sampling = match a.temperature {
@@ -248,13 +294,15 @@ fn run_generate(a: GenerateArgs) -> Result<(), String> {
     } else {
         println!();
         eprintln!(
-            "{} tokens on {} ({}): {:.2} ms/step ({:.1} tokens/s), {:.0} kernels/step, {:.2} MB/step; prefill {:.1} ms",
+            "{} tokens on {} ({}, optimizations: {}): {:.2} ms/step ({:.1} tokens/s), {:.0} kernels and {:.0} submissions/step, {:.2} MB/step; prefill {:.1} ms",
             result.tokens.len(),
             result.backend.name(),
             result.adapter,
+            result.optimizations.map_or("none (cpu)".into(), |o| o.label()),
             result.ms_per_step,
             result.tokens_per_s,
             result.kernels_per_step,
+            result.submissions_per_step,
             result.bytes_per_step / 1e6,
             result.prefill_ms,
         );
@@ -302,6 +350,36 @@ fn print_bandwidth(r: &bench::BandwidthReport) {
         println!(
             "gemv {}x{}; best gemv/copy bandwidth {:.3}",
             g.m, g.k, r.best_gemv_over_copy
+        );
+    }
+}
+
+fn print_decode(r: &bench::decode::DecodeBench) {
+    println!(
+        "adapter: {} ({}, {}); {} context tokens, {} steps x {} rounds",
+        r.adapter.name,
+        r.adapter.backend,
+        r.adapter.driver,
+        r.options.prompt_tokens,
+        r.options.steps,
+        r.options.rounds
+    );
+    println!(
+        "{:<26} {:>10} {:>8} {:>10} {:>8} {:>6} {:>10} {:>10}",
+        "variant", "ms/step", "speedup", "gpu us", "kernels", "subs", "MB/step", "max diff"
+    );
+    for v in &r.variants {
+        println!(
+            "{:<26} {:>10.3} {:>7.2}x {:>10} {:>8} {:>6} {:>10.2} {:>10.1e}",
+            v.name,
+            v.ms_per_step,
+            v.speedup_vs_baseline,
+            v.gpu_us_per_step
+                .map_or("-".into(), |us| format!("{us:.1}")),
+            v.kernels_per_step,
+            v.submissions_per_step,
+            v.bytes_per_step as f64 / 1e6,
+            v.max_logit_diff_vs_baseline
         );
     }
 }

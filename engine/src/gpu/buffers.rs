@@ -65,15 +65,40 @@ pub async fn read_back<T: bytemuck::Pod>(
     ctx: &GpuContext,
     src: &wgpu::Buffer,
 ) -> Result<Vec<T>, GpuError> {
-    let size = src.size();
+    let mut all = read_back_many(ctx, &[(src, src.size())]).await?;
+    Ok(bytemuck::pod_collect_to_vec(&all.pop().unwrap_or_default()))
+}
+
+/// Reads the first `bytes` of each buffer (a multiple of 4) through one staging buffer, one
+/// submission and one map: a host round trip costs the same for one buffer or ten.
+pub async fn read_back_many(
+    ctx: &GpuContext,
+    srcs: &[(&wgpu::Buffer, u64)],
+) -> Result<Vec<Vec<u8>>, GpuError> {
+    let mut offsets = Vec::with_capacity(srcs.len());
+    let mut total = 0u64;
+    for (src, bytes) in srcs {
+        if *bytes > src.size() || bytes % wgpu::COPY_BUFFER_ALIGNMENT != 0 {
+            return Err(GpuError::Readback(format!(
+                "cannot read {bytes} bytes of a {}-byte buffer",
+                src.size()
+            )));
+        }
+        offsets.push(total);
+        total += bytes;
+    }
     let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("read_back staging"),
-        size,
+        size: total.max(4),
         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+    for ((src, bytes), offset) in srcs.iter().zip(&offsets) {
+        if *bytes > 0 {
+            encoder.copy_buffer_to_buffer(src, 0, &staging, *offset, *bytes);
+        }
+    }
     ctx.queue.submit([encoder.finish()]);
 
     let (tx, rx) = futures_channel::oneshot::channel();
@@ -94,7 +119,10 @@ pub async fn read_back<T: bytemuck::Pod>(
         let view = staging
             .get_mapped_range(..)
             .map_err(|e| GpuError::Readback(e.to_string()))?;
-        bytemuck::cast_slice::<u8, T>(&view).to_vec()
+        srcs.iter()
+            .zip(&offsets)
+            .map(|((_, bytes), offset)| view[*offset as usize..(offset + bytes) as usize].to_vec())
+            .collect()
     };
     staging.unmap();
     Ok(values)

@@ -6,10 +6,10 @@ mod context;
 mod pipeline_cache;
 mod profiler;
 
-pub use buffers::{read_back, storage_buffer, storage_zeroed, uniform_buffer};
+pub use buffers::{read_back, read_back_many, storage_buffer, storage_zeroed, uniform_buffer};
 pub use context::{AdapterReport, GpuContext, LimitsReport};
 pub use pipeline_cache::{bind_buffers, PipelineCache, ShaderSource};
-pub use profiler::{gcd_resolution_ns, Profiler, TimingSource};
+pub use profiler::{gcd_resolution_ns, ProfileReport, Profiler, TimingSource};
 
 /// What can go wrong below the kernels: each a message a user can read.
 #[derive(Debug, thiserror::Error)]

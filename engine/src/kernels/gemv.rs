@@ -1,11 +1,13 @@
-//! gemv: `y[M] = W[M, K] · x[K]` in f32, the memory-bound heart of every decode step. One
-//! workgroup of 256 computes `256 / lanes` rows with `lanes` invocations per row; x is staged in
-//! workgroup memory. Constraints: `K % 4 == 0`, `M ≥ 1`, `lanes` ∈ {32, 64, 128, 256}.
+//! gemv: `y[z] = W[e(z)] · x[z]` in f32 for T rows z of x, the memory-bound heart of every decode
+//! step. One workgroup of 256 computes `256 / lanes` rows of one token with `lanes` invocations
+//! per row; x is staged in workgroup memory. `GemvLayout` places W, x and y inside larger buffers
+//! (offsets, strides, an interleaved output) and, for MoE, picks each token's expert matrix from
+//! its dispatch record. Constraints: `K % 4 == 0`, `M ≥ 1`, `lanes` ∈ {32, 64, 128, 256}.
 //! Reference: `model::reference::gemv`.
 
-use crate::gpu::{bind_buffers, uniform_buffer, GpuContext, ShaderSource};
+use crate::gpu::{GpuContext, ShaderSource};
 
-use super::{check_len, grid_2d, KernelError};
+use super::{check_len, grid_2d, launch_grid, KernelError};
 
 pub const SHADER: ShaderSource = ShaderSource {
     name: "gemv",
@@ -26,7 +28,18 @@ pub const LANE_CHOICES: [u32; 4] = [32, 64, 128, 256];
 pub struct GemvParams {
     pub m: u32,
     pub k: u32,
-    pub _pad: [u32; 2],
+    pub tokens: u32,
+    pub experts: u32,
+    pub w_offset: u32,
+    pub expert_stride: u32,
+    pub meta_stride: u32,
+    pub x_stride: u32,
+    pub x_offset: u32,
+    pub y_stride: u32,
+    pub y_offset: u32,
+    pub seg: u32,
+    pub seg_stride: u32,
+    pub _pad: [u32; 3],
 }
 
 /// The problem and the variant: `y[M] = W[M, K] · x[K]` with `lanes` invocations per row.
@@ -48,8 +61,43 @@ impl GemvShape {
     }
 }
 
-/// Records `y = W · x` into `pass`. `w` holds `M·K` f32, `x` holds `K`, `y` at least `M`.
-/// Returns the bytes it moves (`bytes_moved`).
+/// Where W, x and y live. Offsets and strides of W and x count vec4s, those of y count floats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemvLayout {
+    /// Rows of x (the grid's z).
+    pub tokens: u32,
+    pub w_offset: u32,
+    /// Grouped experts: `Some((experts, stride in vec4s, meta stride in u32s))`; token z uses
+    /// matrix `meta[z · meta_stride]`.
+    pub grouped: Option<(u32, u32, u32)>,
+    pub x_stride: u32,
+    pub x_offset: u32,
+    pub y_stride: u32,
+    pub y_offset: u32,
+    /// Output row m goes to `(m / seg) · seg_stride + m % seg` within the token's y row.
+    pub seg: u32,
+    pub seg_stride: u32,
+}
+
+impl GemvLayout {
+    /// `tokens` contiguous rows of x (K wide) and y (M wide), one matrix at the buffer's start.
+    pub fn rows(shape: GemvShape, tokens: u32) -> Self {
+        Self {
+            tokens,
+            w_offset: 0,
+            grouped: None,
+            x_stride: shape.k / 4,
+            x_offset: 0,
+            y_stride: shape.m,
+            y_offset: 0,
+            seg: shape.m,
+            seg_stride: shape.m,
+        }
+    }
+}
+
+/// Records `y = W · x` for one token into `pass`. `w` holds `M·K` f32, `x` holds `K`, `y` at
+/// least `M`. Returns the bytes it moves (`bytes_moved`).
 pub fn dispatch(
     ctx: &GpuContext,
     pass: &mut wgpu::ComputePass<'_>,
@@ -58,7 +106,112 @@ pub fn dispatch(
     y: &wgpu::Buffer,
     shape: GemvShape,
 ) -> Result<u64, KernelError> {
+    dispatch_layout(ctx, pass, [w, x, y, x], shape, GemvLayout::rows(shape, 1))
+}
+
+/// Records `y[z] = W[e(z)] · x[z]` for every token of `layout`. `buffers` is `[w, x, y, meta]`
+/// (pass any read-only buffer as meta when not grouped). Returns the bytes it must move.
+pub fn dispatch_layout(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    buffers: [&wgpu::Buffer; 4],
+    shape: GemvShape,
+    layout: GemvLayout,
+) -> Result<u64, KernelError> {
+    record(ctx, pass, SHADER, buffers, shape, layout, 1)
+}
+
+/// The body of every gemv-shaped kernel (gemv, gate_up_swiglu): checks the layout against the
+/// buffers, then records `source`. `w_rows_per_row` is how many rows of W one output row reads.
+pub(crate) fn record(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    source: ShaderSource,
+    [w, x, y, meta]: [&wgpu::Buffer; 4],
+    shape: GemvShape,
+    layout: GemvLayout,
+    w_rows_per_row: u32,
+) -> Result<u64, KernelError> {
     let GemvShape { m, k, lanes } = shape;
+    check_shape(shape)?;
+    let l = layout;
+    if l.seg == 0 || l.tokens == 0 {
+        return Err(KernelError::Shape {
+            what: "gemv segment width and tokens",
+            expected: 1,
+            got: 0,
+        });
+    }
+    let (m64, k4) = (u64::from(m), u64::from(k / 4));
+    let last_token = u64::from(l.tokens - 1);
+    let (experts, expert_stride, meta_stride) = l.grouped.unwrap_or((1, 0, 0));
+    if experts == 0 {
+        return Err(KernelError::Shape {
+            what: "gemv grouped experts",
+            expected: 1,
+            got: 0,
+        });
+    }
+    let w_rows = m64 * u64::from(w_rows_per_row);
+    let w_vec4s =
+        u64::from(l.w_offset) + u64::from(experts - 1) * u64::from(expert_stride) + w_rows * k4;
+    check_len("gemv w bytes", w, 4 * w_vec4s)?;
+    check_len(
+        "gemv x bytes",
+        x,
+        4 * (u64::from(l.x_offset) + last_token * u64::from(l.x_stride) + k4),
+    )?;
+    let last_row = m64 - 1;
+    let y_last = u64::from(l.y_offset)
+        + last_token * u64::from(l.y_stride)
+        + last_row / u64::from(l.seg) * u64::from(l.seg_stride)
+        + last_row % u64::from(l.seg);
+    check_len("gemv y bytes", y, y_last + 1)?;
+    if l.grouped.is_some() {
+        check_len("gemv meta", meta, last_token * u64::from(meta_stride) + 1)?;
+    }
+    let params = GemvParams {
+        m,
+        k,
+        tokens: l.tokens,
+        experts,
+        w_offset: l.w_offset,
+        expert_stride,
+        meta_stride,
+        x_stride: l.x_stride,
+        x_offset: l.x_offset,
+        y_stride: l.y_stride,
+        y_offset: l.y_offset,
+        seg: l.seg,
+        seg_stride: l.seg_stride,
+        _pad: [0; 3],
+    };
+    launch_grid(
+        ctx,
+        pass,
+        (source, &[("LANES", f64::from(lanes))]),
+        &params,
+        &[w, x, y, meta],
+        grid(ctx, m, lanes, l.tokens)?,
+    )?;
+    // Each distinct matrix is read at least once: one for a plain projection; for grouped experts
+    // at most one per token (exact at decode, where top-k experts are distinct).
+    let matrices = if l.grouped.is_some() {
+        u64::from(l.tokens.min(experts))
+    } else {
+        1
+    };
+    Ok(4 * (matrices * w_rows * u64::from(k) + u64::from(l.tokens) * (u64::from(k) + m64)))
+}
+
+/// Rows spread over a 2D grid (256 / lanes rows per workgroup), tokens along z.
+fn grid(ctx: &GpuContext, m: u32, lanes: u32, tokens: u32) -> Result<(u32, u32, u32), KernelError> {
+    let max = ctx.adapter.limits.max_compute_workgroups_per_dimension;
+    let (gx, gy) = grid_2d(u64::from(m).div_ceil(u64::from(WORKGROUP / lanes)), max)?;
+    Ok((gx, gy, tokens))
+}
+
+fn check_shape(GemvShape { m, k, lanes }: GemvShape) -> Result<(), KernelError> {
     if !LANE_CHOICES.contains(&lanes) {
         return Err(KernelError::NotDivisible {
             dim: "gemv lanes (32..=256, power of two)",
@@ -80,26 +233,11 @@ pub fn dispatch(
             by: 4,
         });
     }
-    check_len("gemv w bytes", w, u64::from(m) * u64::from(k))?;
-    check_len("gemv x bytes", x, k.into())?;
-    check_len("gemv y bytes", y, m.into())?;
-    let (gx, gy) = grid_2d(
-        u64::from(m).div_ceil(u64::from(WORKGROUP / lanes)),
-        ctx.adapter.limits.max_compute_workgroups_per_dimension,
-    )?;
-
-    let pipeline = ctx
-        .pipelines
-        .get(&ctx.device, SHADER, &[("LANES", f64::from(lanes))]);
-    let params = uniform_buffer(ctx, "gemv params", &GemvParams { m, k, _pad: [0; 2] });
-    let bind_group = bind_buffers(&ctx.device, &pipeline, "gemv", &[&params, w, x, y]);
-    pass.set_pipeline(&pipeline);
-    pass.set_bind_group(0, &bind_group, &[]);
-    pass.dispatch_workgroups(gx, gy, 1);
-    Ok(bytes_moved(m.into(), k.into()))
+    Ok(())
 }
 
-/// Bytes one dispatch must move through memory at least: W and x read once, y written once.
+/// Bytes one single-token dispatch must move through memory at least: W and x read once, y
+/// written once.
 pub fn bytes_moved(m: u64, k: u64) -> u64 {
     4 * (m * k + k + m)
 }
@@ -108,7 +246,7 @@ pub fn bytes_moved(m: u64, k: u64) -> u64 {
 mod tests {
     #[test]
     fn params_match_the_wgsl_struct_size() {
-        // struct GemvParams { m, k, _pad0, _pad1 }: four u32 = 16 bytes.
-        assert_eq!(std::mem::size_of::<super::GemvParams>(), 16);
+        // struct GemvParams: thirteen u32 and three of padding = 64 bytes.
+        assert_eq!(std::mem::size_of::<super::GemvParams>(), 64);
     }
 }

@@ -2,15 +2,21 @@
 //! (mirrored by a WGSL struct), its shader source and a `dispatch` that validates shapes.
 
 pub mod add;
+pub mod add_rms_norm;
 pub mod copy_rows;
 pub mod copy_vec4;
 pub mod embed;
+pub mod gate_up_swiglu;
 pub mod gather_rows;
 pub mod gemv;
-pub mod matmul;
 pub mod mla_scores;
+pub mod mla_split_k;
 pub mod mla_values;
+pub mod moe_combine;
+pub mod moe_dispatch;
+pub mod moe_route;
 pub mod moe_topk;
+pub mod qkv_rope_scale;
 pub mod rms_norm;
 pub mod rope;
 pub mod scatter_add;
@@ -50,19 +56,32 @@ pub(crate) fn launch_groups<P: bytemuck::Pod>(
     buffers: &[&wgpu::Buffer],
     (gx, gy): (u32, u32),
 ) -> Result<(), KernelError> {
+    launch_grid(ctx, pass, (source, &[]), params, buffers, (gx, gy, 1))
+}
+
+/// Records a kernel with override constants over an `(x, y, z)` grid; bindings as
+/// `launch_groups`.
+pub(crate) fn launch_grid<P: bytemuck::Pod>(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    (source, constants): (ShaderSource, &[(&str, f64)]),
+    params: &P,
+    buffers: &[&wgpu::Buffer],
+    (gx, gy, gz): (u32, u32, u32),
+) -> Result<(), KernelError> {
     let max = ctx.adapter.limits.max_compute_workgroups_per_dimension;
-    if gx > max || gy > max {
+    if gx > max || gy > max || gz > max {
         return Err(KernelError::LimitExceeded {
             what: "workgroups per dimension",
-            got: gx.max(gy).into(),
+            got: gx.max(gy).max(gz).into(),
             max: max.into(),
         });
     }
-    if gx == 0 || gy == 0 {
+    if gx == 0 || gy == 0 || gz == 0 {
         // Nothing to do (an empty batch): record nothing.
         return Ok(());
     }
-    let pipeline = ctx.pipelines.get(&ctx.device, source, &[]);
+    let pipeline = ctx.pipelines.get(&ctx.device, source, constants);
     let uniform = uniform_buffer(ctx, source.name, params);
     let mut all = Vec::with_capacity(buffers.len() + 1);
     all.push(&uniform);
@@ -70,7 +89,7 @@ pub(crate) fn launch_groups<P: bytemuck::Pod>(
     let bind_group = bind_buffers(&ctx.device, &pipeline, source.name, &all);
     pass.set_pipeline(&pipeline);
     pass.set_bind_group(0, &bind_group, &[]);
-    pass.dispatch_workgroups(gx, gy, 1);
+    pass.dispatch_workgroups(gx, gy, gz);
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! rms_norm: `y = x / sqrt(mean(x²) + eps) ⊙ w` per row, rows read and written with strides and
-//! offsets. Reference: `model::reference::rms_norm`.
+//! offsets; `tail` values after each normalized row are copied as they are. Reference:
+//! `model::reference::rms_norm`.
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch_groups, KernelError};
@@ -21,7 +22,8 @@ pub struct RmsNormParams {
     pub out_stride: u32,
     pub out_offset: u32,
     pub eps: f32,
-    pub _pad: u32,
+    /// Values after the `width` normalized ones that are copied unchanged.
+    pub tail: u32,
 }
 
 impl RmsNormParams {
@@ -35,7 +37,7 @@ impl RmsNormParams {
             out_stride: width,
             out_offset: 0,
             eps,
-            _pad: 0,
+            tail: 0,
         }
     }
 }
@@ -52,13 +54,13 @@ pub fn dispatch(
     let last = |offset: u32, stride: u32| {
         u64::from(offset)
             + u64::from(p.rows.saturating_sub(1)) * u64::from(stride)
-            + u64::from(p.width)
+            + u64::from(p.width + p.tail)
     };
     check_len("rms_norm x", x, last(p.in_offset, p.in_stride))?;
     check_len("rms_norm weight", weight, p.width.into())?;
     check_len("rms_norm y", y, last(p.out_offset, p.out_stride))?;
     launch_groups(ctx, pass, SHADER, &p, &[x, weight, y], (p.rows, 1))?;
-    let n = u64::from(p.rows) * u64::from(p.width);
+    let n = u64::from(p.rows) * u64::from(p.width + p.tail);
     Ok(4 * (2 * n + u64::from(p.width)))
 }
 

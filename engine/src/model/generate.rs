@@ -12,6 +12,8 @@ use web_time::Instant;
 
 use crate::gpu::GpuContext;
 
+use crate::plan::Optimizations;
+
 use super::gpu::{GpuModel, KernelLaunch};
 use super::reference::{self, ForwardOutput, KvCache};
 use super::{tokenizer, ModelError, MoeConfig, Weights};
@@ -54,6 +56,8 @@ pub enum Engine {
 pub struct StepCost {
     /// Kernels launched (0 on the CPU, which runs no kernels).
     pub kernels: usize,
+    /// Queue submissions (0 on the CPU).
+    pub submissions: usize,
     /// Bytes read and written: on the GPU the sum over kernels of the minimum each must move;
     /// on the CPU the weights and cache rows the reference reads (computed, not measured).
     pub bytes: u64,
@@ -67,9 +71,30 @@ impl Engine {
         Engine::Cpu { weights, cache }
     }
 
-    pub fn gpu(ctx: Arc<GpuContext>, weights: &Weights) -> Result<Self, ModelError> {
-        let model = GpuModel::new(&ctx, weights)?;
+    /// The WebGPU engine running the kernels that `optimizations` selects.
+    pub fn gpu(
+        ctx: Arc<GpuContext>,
+        weights: &Weights,
+        optimizations: Optimizations,
+    ) -> Result<Self, ModelError> {
+        let mut model = GpuModel::new(&ctx, weights)?;
+        model.set_optimizations(optimizations);
         Ok(Engine::Gpu { ctx, model })
+    }
+
+    /// The switches in force (GPU), or `None` on the CPU, which runs no kernels.
+    pub fn optimizations(&self) -> Option<Optimizations> {
+        match self {
+            Engine::Cpu { .. } => None,
+            Engine::Gpu { model, .. } => Some(model.optimizations()),
+        }
+    }
+
+    /// Changes the kernels of the next steps (GPU; the CPU has none). The cache stays valid.
+    pub fn set_optimizations(&mut self, o: Optimizations) {
+        if let Engine::Gpu { model, .. } = self {
+            model.set_optimizations(o);
+        }
     }
 
     pub fn backend(&self) -> Backend {
@@ -126,6 +151,7 @@ impl Engine {
                     out,
                     StepCost {
                         kernels: 0,
+                        submissions: 0,
                         bytes,
                         trace: Vec::new(),
                     },
@@ -136,9 +162,10 @@ impl Engine {
                 Ok((
                     out,
                     StepCost {
-                        kernels: trace.len(),
-                        bytes: trace.iter().map(|k| k.bytes).sum(),
-                        trace,
+                        kernels: trace.kernels.len(),
+                        submissions: trace.submissions,
+                        bytes: trace.kernels.iter().map(|k| k.bytes).sum(),
+                        trace: trace.kernels,
                     },
                 ))
             }
@@ -208,6 +235,7 @@ pub struct StepStats {
     /// Time of the forward pass that fed this token through the model.
     pub ms: f64,
     pub kernels: usize,
+    pub submissions: usize,
     pub bytes: u64,
     /// Per MoE layer, the experts this token was routed to.
     pub experts: Vec<Vec<usize>>,
@@ -229,7 +257,12 @@ pub struct Generation {
     pub ms_per_step: f64,
     pub tokens_per_s: f64,
     pub kernels_per_step: f64,
+    pub submissions_per_step: f64,
     pub bytes_per_step: f64,
+    /// The switches that chose the kernels (GPU only).
+    pub optimizations: Option<Optimizations>,
+    /// How many times each kernel ran in the last decode step (GPU only).
+    pub kernel_counts: std::collections::BTreeMap<&'static str, usize>,
     /// For each generated token and MoE layer, the chosen expert ids.
     pub experts: Vec<Vec<Vec<usize>>>,
     pub step_ms: Vec<f64>,
@@ -330,6 +363,7 @@ impl Generator {
             text: tokenizer::decode(&[token]),
             ms,
             kernels: cost.kernels,
+            submissions: cost.submissions,
             bytes: cost.bytes,
             experts: routing.into_iter().map(|r| r.experts).collect(),
             logit_margin: margin,
@@ -355,7 +389,16 @@ impl Generator {
                 0.0
             },
             kernels_per_step: self.steps.iter().map(|s| s.kernels as f64).sum::<f64>() / n,
+            submissions_per_step: self.steps.iter().map(|s| s.submissions as f64).sum::<f64>() / n,
             bytes_per_step: self.steps.iter().map(|s| s.bytes as f64).sum::<f64>() / n,
+            optimizations: engine.optimizations(),
+            kernel_counts: self.steps.last().map_or_else(Default::default, |s| {
+                let mut counts = std::collections::BTreeMap::new();
+                for k in &s.trace {
+                    *counts.entry(k.kernel).or_insert(0) += 1;
+                }
+                counts
+            }),
             experts: self.steps.iter().map(|s| s.experts.clone()).collect(),
             step_ms: self.steps.iter().map(|s| s.ms).collect(),
             near_ties: self.near_ties,

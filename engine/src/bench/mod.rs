@@ -2,6 +2,8 @@
 //! seeded data, compared with the reference, and timed with the profiler. Timings are reported,
 //! never asserted.
 
+pub mod decode;
+
 use serde::Serialize;
 use web_time::Instant;
 

@@ -1,0 +1,27 @@
+//! gate_up_swiglu: `y[z] = silu(Wg·x[z]) ⊙ (Wu·x[z])`, SwiGLU's two projections and activation in
+//! one kernel ("FC13 + SwiGLU"). Each matrix is stored `[2M, K]`, gate rows then up rows; the
+//! layout (offsets, strides, grouped experts) is gemv's `GemvLayout`. Constraints: `K % 4 == 0`.
+//! Reference: `model::reference::swiglu` (its first two projections and activation).
+
+use crate::gpu::{GpuContext, ShaderSource};
+
+use super::gemv::{self, GemvLayout, GemvShape};
+use super::KernelError;
+
+pub const SHADER: ShaderSource = ShaderSource {
+    name: "gate_up_swiglu",
+    wgsl: include_str!("../../../shaders/gate_up_swiglu.wgsl"),
+    entry_point: "gate_up_swiglu",
+};
+
+/// Records the fused projection; `buffers` is `[w, x, y, meta]` as for `gemv::dispatch_layout`,
+/// `shape.m` the intermediate width (half the rows of each matrix). Returns bytes moved.
+pub fn dispatch(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    buffers: [&wgpu::Buffer; 4],
+    shape: GemvShape,
+    layout: GemvLayout,
+) -> Result<u64, KernelError> {
+    gemv::record(ctx, pass, SHADER, buffers, shape, layout, 2)
+}

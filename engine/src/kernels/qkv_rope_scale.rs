@@ -1,0 +1,105 @@
+//! qkv_rope_scale: `y[z] = scale · rope(W · x[z])`, an attention projection with RoPE and the
+//! softmax scale in its epilogue ("FC_QKV + attention scaling"). 16 rows per workgroup; the
+//! rotated rows are the last `rope_dim` of every `rope_period` rows from `rope_from` on.
+//! Constraints: `K % 4 == 0`; `rope_from`, `rope_period` multiples of 16; `rope_dim` even, ≤ 16,
+//! dividing 16, ≤ rope_period. Reference: `model::reference::rope` after `gemv`.
+use crate::gpu::{GpuContext, ShaderSource};
+
+use super::{check_len, launch_grid, KernelError};
+
+pub const SHADER: ShaderSource = ShaderSource {
+    name: "qkv_rope_scale",
+    wgsl: include_str!("../../../shaders/qkv_rope_scale.wgsl"),
+    entry_point: "qkv_rope_scale",
+};
+
+/// Output rows per workgroup, as in the shader.
+pub const ROWS: u32 = 16;
+
+/// Mirrors the params struct of the shader. `x_stride` counts vec4s, `y_stride` floats.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct QkvRopeScaleParams {
+    pub m: u32,
+    pub k: u32,
+    pub tokens: u32,
+    pub pos0: u32,
+    pub x_stride: u32,
+    pub y_stride: u32,
+    pub rope_from: u32,
+    pub rope_period: u32,
+    pub rope_dim: u32,
+    pub scale: f32,
+    pub _pad: [u32; 2],
+}
+
+/// Records the projection. `cos_sin` is the host's `[max_seq, rope_dim/2]` table (vec2 each).
+/// Returns bytes moved.
+pub fn dispatch(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    [w, x, y, cos_sin]: [&wgpu::Buffer; 4],
+    p: QkvRopeScaleParams,
+) -> Result<u64, KernelError> {
+    if p.m == 0 || p.tokens == 0 {
+        return Err(KernelError::Shape {
+            what: "qkv_rope_scale M and tokens",
+            expected: 1,
+            got: 0,
+        });
+    }
+    for (dim, value, by) in [
+        ("qkv_rope_scale K", p.k, 4),
+        ("qkv_rope_scale rope_from", p.rope_from, ROWS),
+        ("qkv_rope_scale rope_period", p.rope_period, ROWS),
+        ("qkv_rope_scale 16 / rope_dim", ROWS, p.rope_dim.max(1)),
+        ("qkv_rope_scale rope_dim", p.rope_dim, 2),
+    ] {
+        let zero_ok = dim == "qkv_rope_scale rope_from";
+        if (value == 0 && !zero_ok) || !value.is_multiple_of(by) {
+            return Err(KernelError::NotDivisible {
+                dim,
+                value: value.into(),
+                by: by.into(),
+            });
+        }
+    }
+    if p.rope_dim > p.rope_period {
+        return Err(KernelError::Shape {
+            what: "qkv_rope_scale rope_dim (at most rope_period)",
+            expected: p.rope_period.into(),
+            got: p.rope_dim.into(),
+        });
+    }
+    let (m, k, t) = (u64::from(p.m), u64::from(p.k), u64::from(p.tokens));
+    check_len("qkv_rope_scale w", w, m * k)?;
+    check_len(
+        "qkv_rope_scale x",
+        x,
+        4 * (t - 1) * u64::from(p.x_stride) + k,
+    )?;
+    check_len("qkv_rope_scale y", y, (t - 1) * u64::from(p.y_stride) + m)?;
+    let pairs = u64::from(p.pos0) + t;
+    check_len(
+        "qkv_rope_scale cos_sin",
+        cos_sin,
+        pairs * u64::from(p.rope_dim),
+    )?;
+    launch_grid(
+        ctx,
+        pass,
+        (SHADER, &[]),
+        &p,
+        &[w, x, y, cos_sin],
+        (p.m.div_ceil(ROWS), 1, p.tokens),
+    )?;
+    Ok(4 * (m * k + t * (k + m)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn params_match_the_wgsl_struct_size() {
+        assert_eq!(std::mem::size_of::<super::QkvRopeScaleParams>(), 48);
+    }
+}

@@ -1,0 +1,102 @@
+//! How a forward's kernels reach the GPU. Eager: each kernel in its own command buffer and queue
+//! submission, the way eager PyTorch launches one CUDA kernel per op. Recorded: every kernel of
+//! the step appended to one command buffer, submitted once (or once per host round trip) — the
+//! closest WebGPU analogue of a CUDA graph. WebGPU has no programmatic dependent launch: passes in
+//! one command buffer still run one after another, so the launch gap shrinks but the tail of one
+//! kernel cannot overlap the prologue of the next.
+
+use crate::gpu::{GpuContext, Profiler};
+use crate::kernels::KernelError;
+
+use super::super::ModelError;
+use super::KernelLaunch;
+
+pub(super) struct Executor<'a> {
+    ctx: &'a GpuContext,
+    recorded: bool,
+    encoder: Option<wgpu::CommandEncoder>,
+    profiler: Option<&'a mut Profiler>,
+    pub layer: Option<usize>,
+    pub trace: Vec<KernelLaunch>,
+    /// Queue submissions so far (the eager path: one per kernel).
+    pub submissions: usize,
+}
+
+impl<'a> Executor<'a> {
+    pub fn new(ctx: &'a GpuContext, recorded: bool, profiler: Option<&'a mut Profiler>) -> Self {
+        Self {
+            ctx,
+            recorded,
+            encoder: None,
+            profiler,
+            layer: None,
+            trace: Vec::new(),
+            submissions: 0,
+        }
+    }
+
+    /// Records one kernel in its own compute pass (timed when profiling), and submits it at once
+    /// when eager.
+    pub fn run(
+        &mut self,
+        kernel: &'static str,
+        op: &str,
+        record: impl FnOnce(&mut wgpu::ComputePass<'_>) -> Result<u64, KernelError>,
+    ) -> Result<(), ModelError> {
+        let mut encoder = match self.encoder.take() {
+            Some(encoder) => encoder,
+            None => self
+                .ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some(kernel),
+                }),
+        };
+        let bytes = {
+            let timestamp_writes = self
+                .profiler
+                .as_deref_mut()
+                .and_then(|p| p.timestamp_writes(op));
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(kernel),
+                timestamp_writes,
+            });
+            record(&mut pass)?
+        };
+        self.encoder = Some(encoder);
+        if !self.recorded {
+            self.flush();
+        }
+        self.trace.push(KernelLaunch {
+            kernel,
+            op: op.to_owned(),
+            layer: self.layer,
+            bytes,
+            gpu_us: None,
+        });
+        Ok(())
+    }
+
+    /// Submits what has been recorded (before the host reads anything back).
+    pub fn flush(&mut self) {
+        if let Some(encoder) = self.encoder.take() {
+            self.ctx.queue.submit([encoder.finish()]);
+            self.submissions += 1;
+        }
+    }
+
+    /// Submits the rest and, when profiling, reads each kernel's GPU time into the trace.
+    pub async fn finish(mut self) -> Result<(Vec<KernelLaunch>, usize), ModelError> {
+        self.flush();
+        if let Some(profiler) = self.profiler.take() {
+            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+            profiler.resolve(&mut encoder);
+            self.ctx.queue.submit([encoder.finish()]);
+            let report = profiler.read(self.ctx).await?;
+            for (launch, pass) in self.trace.iter_mut().zip(&report.passes) {
+                launch.gpu_us = Some(pass.gpu_ns / 1e3);
+            }
+        }
+        Ok((self.trace, self.submissions))
+    }
+}

@@ -1,0 +1,94 @@
+// gate_up_swiglu: y[z, m] = silu(Wg[e(z)][m] · x[z]) · (Wu[e(z)][m] · x[z]) — SwiGLU's gate and
+// up projections and its activation in one kernel (TensorRT-LLM's "FC13 + SwiGLU"): x is staged
+// once and both rows are streamed together, and neither projection is written to memory.
+//
+// The matrix of expert e is [2M, K]: the M gate rows, then the M up rows (uploaded that way).
+// Grid, tiling, lanes and the layout fields are those of gemv.wgsl (see there): one workgroup
+// computes 256 / LANES output rows of one token z; grouped experts read their id from route_meta.
+// Constraints: K % 4 == 0, M ≥ 1.
+
+override LANES: u32 = 32u;
+const WORKGROUP: u32 = 256u;
+const TILE_K4: u32 = 256u;
+
+struct GemvParams {
+    m: u32,
+    k: u32,
+    tokens: u32,
+    experts: u32,
+    w_offset: u32,
+    expert_stride: u32,
+    meta_stride: u32,
+    x_stride: u32,
+    x_offset: u32,
+    y_stride: u32,
+    y_offset: u32,
+    seg: u32,
+    seg_stride: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: GemvParams;
+@group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;        // [experts][2M, K/4]
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;        // [T] rows of K/4
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;        // [T] rows of M
+@group(0) @binding(4) var<storage, read> route_meta: array<u32>;           // [T] records (grouped)
+
+var<workgroup> x_tile: array<vec4<f32>, TILE_K4>;
+var<workgroup> partial_gate: array<f32, WORKGROUP>;
+var<workgroup> partial_up: array<f32, WORKGROUP>;
+
+@compute @workgroup_size(256)
+fn gate_up_swiglu(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let lane = lid % LANES;
+    let row = (wg.x + wg.y * nwg.x) * (WORKGROUP / LANES) + lid / LANES;
+    let z = wg.z;
+    let k4 = params.k / 4u;
+    var expert = 0u;
+    if (params.expert_stride > 0u) {
+        expert = route_meta[z * params.meta_stride];
+    }
+    let live = row < params.m && expert < params.experts;
+    let gate_base = params.w_offset + expert * params.expert_stride + row * k4;
+    let up_base = gate_base + params.m * k4;
+    let x_base = params.x_offset + z * params.x_stride;
+
+    var acc_gate = 0.0;
+    var acc_up = 0.0;
+    for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
+        let tile_len = min(TILE_K4, k4 - t0);
+        for (var i = lid; i < tile_len; i += WORKGROUP) {
+            x_tile[i] = x[x_base + t0 + i];
+        }
+        workgroupBarrier();
+        if (live) {
+            for (var i = lane; i < tile_len; i += LANES) {
+                let xv = x_tile[i];
+                acc_gate += dot(w[gate_base + t0 + i], xv);
+                acc_up += dot(w[up_base + t0 + i], xv);
+            }
+        }
+        workgroupBarrier();
+    }
+
+    partial_gate[lid] = acc_gate;
+    partial_up[lid] = acc_up;
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if (lane < stride) {
+            partial_gate[lid] += partial_gate[lid + stride];
+            partial_up[lid] += partial_up[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u && row < params.m) {
+        let g = partial_gate[lid];
+        y[params.y_offset + z * params.y_stride + row] = g / (1.0 + exp(-g)) * partial_up[lid];
+    }
+}

@@ -1,0 +1,265 @@
+//! The WebGPU forward against the CPU reference on a real adapter (lavapipe in CI), with every
+//! switch off (the eager baseline), each switch alone, and all on: the logits of a prefill and of
+//! decode steps after it, the routing of every token, and which kernels ran.
+//!
+//! Shapes by name: a 21-token prompt (not a multiple of the 16-row or 64-position tiles), a
+//! one-token prompt (a context of one), a 70-token prompt (split-K attention over two chunks, the
+//! second partial), and a router bias that sends every token to the same two experts (all tokens
+//! to one expert, fourteen experts with none).
+//!
+//! Tolerance: `check::tolerances::model_logits` for every variant against the reference; two
+//! variants agree with each other within twice that.
+
+use moescope_engine::check::{compare, tolerances};
+use moescope_engine::gpu::GpuContext;
+use moescope_engine::model::gpu::{GpuModel, StepTrace};
+use moescope_engine::model::reference::{self, ForwardOutput, KvCache};
+use moescope_engine::model::tokenizer::encode;
+use moescope_engine::model::weights::FeedForward;
+use moescope_engine::model::{MoeConfig, Weights};
+use moescope_engine::plan::{Optimizations, NAMES};
+use moescope_tests::gpu;
+
+/// A prompt, then greedy decode steps, as the reference computes them.
+struct Case {
+    name: &'static str,
+    weights: Weights,
+    /// The prompt, then each decode token.
+    inputs: Vec<Vec<u32>>,
+    want: Vec<ForwardOutput>,
+}
+
+impl Case {
+    fn new(name: &'static str, weights: Weights, prompt: &[u32], decode_steps: usize) -> Self {
+        let mut cache = KvCache::new(&weights.config);
+        let v = weights.config.vocab_size;
+        let mut inputs = vec![prompt.to_vec()];
+        let mut want = vec![reference::forward(&weights, prompt, &mut cache).unwrap()];
+        for _ in 0..decode_steps {
+            let last = want.last().unwrap();
+            let next = argmax(&last.logits[last.logits.len() - v..]);
+            want.push(reference::forward(&weights, &[next], &mut cache).unwrap());
+            inputs.push(vec![next]);
+        }
+        Self {
+            name,
+            weights,
+            inputs,
+            want,
+        }
+    }
+
+    /// Runs every input through `model` with `o`, checks logits and routing against the
+    /// reference, and returns the traces and logits of each forward.
+    fn check(
+        &self,
+        ctx: &GpuContext,
+        model: &mut GpuModel,
+        o: Optimizations,
+    ) -> Vec<(StepTrace, Vec<f32>)> {
+        model.reset();
+        model.set_optimizations(o);
+        let tol = tolerances::model_logits();
+        let mut out = Vec::new();
+        for (step, (input, want)) in self.inputs.iter().zip(&self.want).enumerate() {
+            let (got, trace) = pollster::block_on(model.forward(ctx, input)).unwrap();
+            let what = format!("{} with {o}, forward {step}", self.name);
+            let c = compare(&got.logits, &want.logits, tol);
+            assert!(c.passed(), "{}", c.describe(&what));
+            assert_eq!(got.routing.len(), input.len(), "{what}");
+            for (g, r) in got
+                .routing
+                .iter()
+                .flatten()
+                .zip(want.routing.iter().flatten())
+            {
+                assert_eq!(
+                    g.experts, r.experts,
+                    "{what}: routing (reference margin {})",
+                    r.margin
+                );
+                for (a, b) in g.gates.iter().zip(&r.gates) {
+                    assert!(
+                        (a - b).abs() < 1e-5,
+                        "{what}: gates {:?} vs {:?}",
+                        g.gates,
+                        r.gates
+                    );
+                }
+            }
+            out.push((trace, got.logits));
+        }
+        assert_eq!(model.len(), self.inputs.iter().map(Vec::len).sum::<usize>());
+        out
+    }
+}
+
+fn argmax(x: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, v) in x.iter().enumerate() {
+        if *v > x[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+fn cases() -> Vec<Case> {
+    let config = MoeConfig::deepseek_mini();
+    let w = Weights::synthetic(&config, 3).unwrap();
+    let long: Vec<u32> = encode("Seventy tokens of context split the attention in two chunks, ok.");
+    assert!(long.len() < 70);
+    let long: Vec<u32> = long.iter().cycle().take(70).copied().collect();
+    let mut crowded = w.clone();
+    for layer in &mut crowded.layers {
+        if let FeedForward::Moe(m) = &mut layer.ffn {
+            // Selection uses score + bias; the gates use the plain scores.
+            m.router_bias.data[3] = 100.0;
+            m.router_bias.data[5] = 100.0;
+        }
+    }
+    vec![
+        Case::new(
+            "21-token prompt",
+            w.clone(),
+            &encode("Experts, route this: "),
+            6,
+        ),
+        Case::new("one-token prompt", w.clone(), &encode("A"), 2),
+        Case::new("70-token prompt", w, &long, 2),
+        Case::new(
+            "every token to experts 3 and 5",
+            crowded,
+            &encode("Crowded experts!"),
+            2,
+        ),
+    ]
+}
+
+/// Kernels that must run (and must not) when a switch is on alone, at decode.
+fn expected_kernels(name: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    match name {
+        "fuse_gate_up_swiglu" => (&["gate_up_swiglu"], &["silu_mul"]),
+        "fuse_qkv_rope_scale" => (&["qkv_rope_scale"], &["rope"]),
+        "fuse_residual_rmsnorm" => (&["add_rms_norm"], &["add"]),
+        "split_k_attention" => (
+            &["mla_split_k", "mla_split_k_reduce"],
+            &["mla_scores", "softmax", "mla_values"],
+        ),
+        "fuse_moe_route" => (&["moe_route"], &["sigmoid", "moe_topk"]),
+        "fuse_moe_dispatch_combine" => (
+            &["moe_dispatch", "moe_combine"],
+            &["gather_rows", "scatter_add"],
+        ),
+        "fuse_mla_copy_concat" => (&[], &["copy_rows"]),
+        _ => (&[], &[]),
+    }
+}
+
+#[test]
+fn every_switch_matches_the_reference_and_the_baseline() {
+    let Some(ctx) = gpu() else { return };
+    let tol = tolerances::model_logits();
+    let pair = moescope_engine::check::Tolerance {
+        abs: 2.0 * tol.abs,
+        rel: 2.0 * tol.rel,
+        why: "two variants, each within model_logits of the reference",
+    };
+    for case in cases() {
+        let mut model = GpuModel::new(&ctx, &case.weights).unwrap();
+        let baseline = case.check(&ctx, &mut model, Optimizations::none());
+        let base_decode = &baseline.last().unwrap().0;
+        assert_eq!(base_decode.submissions, base_decode.kernels.len());
+        let mut variants: Vec<(&str, Optimizations)> = NAMES
+            .iter()
+            .map(|n| (*n, Optimizations::only(n).unwrap()))
+            .collect();
+        variants.push(("all", Optimizations::all()));
+        for (name, o) in variants {
+            let runs = case.check(&ctx, &mut model, o);
+            for ((_, got), (_, want)) in runs.iter().zip(&baseline) {
+                let c = compare(got, want, pair);
+                assert!(
+                    c.passed(),
+                    "{}",
+                    c.describe(&format!("{} {name} vs none", case.name))
+                );
+            }
+            let decode = &runs.last().unwrap().0;
+            let ran = |k: &str| decode.kernels.iter().any(|l| l.kernel == k);
+            let (present, absent) = expected_kernels(name);
+            for k in present {
+                assert!(ran(k), "{}: {name} should run {k}", case.name);
+            }
+            for k in absent {
+                assert!(!ran(k), "{}: {name} should not run {k}", case.name);
+            }
+            assert!(
+                decode.kernels.len() <= base_decode.kernels.len(),
+                "{}: {name} runs {} kernels, the baseline {}",
+                case.name,
+                decode.kernels.len(),
+                base_decode.kernels.len()
+            );
+            if o.recorded_submission && o.fuse_moe_dispatch_combine {
+                assert_eq!(decode.submissions, 1, "{}: {name}", case.name);
+            } else if o.recorded_submission {
+                // One command buffer per host round trip: before each MoE layer's read-back.
+                let moe_layers = case.weights.config.layers - case.weights.config.dense_layers;
+                assert_eq!(decode.submissions, moe_layers + 1, "{}: {name}", case.name);
+            } else {
+                assert_eq!(
+                    decode.submissions,
+                    decode.kernels.len(),
+                    "{}: {name}",
+                    case.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn all_fusions_cut_kernels_and_bytes_per_decode_step() {
+    let Some(ctx) = gpu() else { return };
+    let w = Weights::synthetic(&MoeConfig::deepseek_mini(), 3).unwrap();
+    let mut model = GpuModel::new(&ctx, &w).unwrap();
+    let mut step = |o: Optimizations| {
+        model.reset();
+        model.set_optimizations(o);
+        pollster::block_on(model.forward(&ctx, &encode("Count the kernels"))).unwrap();
+        pollster::block_on(model.forward(&ctx, &encode(".")))
+            .unwrap()
+            .1
+    };
+    let none = step(Optimizations::none());
+    let all = step(Optimizations::all());
+    let bytes = |t: &StepTrace| t.kernels.iter().map(|k| k.bytes).sum::<u64>();
+    // Counted by hand in docs/MODEL.md: 144 eager kernels, 66 fused.
+    assert_eq!(none.kernels.len(), 144);
+    assert_eq!(all.kernels.len(), 66);
+    assert!(
+        bytes(&all) < bytes(&none),
+        "{} vs {}",
+        bytes(&all),
+        bytes(&none)
+    );
+}
+
+#[test]
+fn forward_refuses_bad_input_without_changing_state() {
+    let Some(ctx) = gpu() else { return };
+    let w = Weights::synthetic(&MoeConfig::deepseek_mini(), 3).unwrap();
+    let mut model = GpuModel::new(&ctx, &w).unwrap();
+    for o in [Optimizations::none(), Optimizations::all()] {
+        model.set_optimizations(o);
+        assert!(pollster::block_on(model.forward(&ctx, &[])).is_err());
+        assert!(pollster::block_on(model.forward(&ctx, &[256])).is_err());
+        let too_long = vec![1u32; w.config.max_seq_len + 1];
+        assert!(pollster::block_on(model.forward(&ctx, &too_long)).is_err());
+        assert_eq!(model.len(), 0);
+    }
+    // A one-token prefill works after the refusals.
+    let (out, _) = pollster::block_on(model.forward(&ctx, &[65])).unwrap();
+    assert_eq!(out.logits.len(), w.config.vocab_size);
+}
