@@ -49,16 +49,6 @@ pub fn storage_zeroed(ctx: &GpuContext, label: &str, bytes: u64) -> Result<wgpu:
     }))
 }
 
-/// A uniform buffer holding one params struct.
-pub fn uniform_buffer<T: bytemuck::Pod>(ctx: &GpuContext, label: &str, value: &T) -> wgpu::Buffer {
-    ctx.device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents: bytemuck::bytes_of(value),
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        })
-}
-
 /// Copies `src` into a mappable buffer and reads it as `T`s. On native the poll blocks until the
 /// GPU is done; in the browser the poll is a no-op and the await yields to the event loop.
 pub async fn read_back<T: bytemuck::Pod>(

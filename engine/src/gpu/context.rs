@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use super::{GpuError, PipelineCache};
+use super::{GpuError, PipelineCache, UniformRing};
 
 /// The adapter as the UI and the CLI show it.
 #[derive(Clone, Debug, Serialize)]
@@ -50,6 +50,8 @@ pub struct GpuContext {
     pub queue: wgpu::Queue,
     pub adapter: AdapterReport,
     pub pipelines: PipelineCache,
+    /// Where every kernel's params struct is written.
+    pub uniforms: UniformRing,
     /// Errors the device raised outside an error scope. wgpu's default handler panics on
     /// native; we keep the message so the caller can report it.
     uncaptured: Arc<Mutex<Option<String>>>,
@@ -133,11 +135,13 @@ impl GpuContext {
             },
             timestamp_period_ns,
         };
+        let uniforms = UniformRing::new(&device, required.min_uniform_buffer_offset_alignment);
         Ok(Self {
             device,
             queue,
             adapter: report,
             pipelines: PipelineCache::default(),
+            uniforms,
             uncaptured,
         })
     }

@@ -5,11 +5,13 @@ mod buffers;
 mod context;
 mod pipeline_cache;
 mod profiler;
+mod uniforms;
 
-pub use buffers::{read_back, read_back_many, storage_buffer, storage_zeroed, uniform_buffer};
+pub use buffers::{read_back, read_back_many, storage_buffer, storage_zeroed};
 pub use context::{AdapterReport, GpuContext, LimitsReport};
 pub use pipeline_cache::{bind_buffers, PipelineCache, ShaderSource};
 pub use profiler::{gcd_resolution_ns, ProfileReport, Profiler, TimingSource};
+pub use uniforms::{UniformRing, MAX_LAUNCHES_PER_SUBMIT};
 
 /// What can go wrong below the kernels: each a message a user can read.
 #[derive(Debug, thiserror::Error)]

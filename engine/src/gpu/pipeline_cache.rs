@@ -64,21 +64,29 @@ impl PipelineCache {
     }
 }
 
-/// A bind group for group 0 of `pipeline`: binding index = position in `buffers`.
+/// A bind group for group 0 of `pipeline`: the params slot at binding 0, then `buffers`, binding
+/// index = position.
 pub fn bind_buffers(
     device: &wgpu::Device,
     pipeline: &wgpu::ComputePipeline,
     label: &str,
+    params: wgpu::BufferBinding<'_>,
     buffers: &[&wgpu::Buffer],
 ) -> wgpu::BindGroup {
-    let entries: Vec<wgpu::BindGroupEntry> = buffers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| wgpu::BindGroupEntry {
-            binding: i as u32,
-            resource: b.as_entire_binding(),
-        })
-        .collect();
+    let mut entries = Vec::with_capacity(buffers.len() + 1);
+    entries.push(wgpu::BindGroupEntry {
+        binding: 0,
+        resource: wgpu::BindingResource::Buffer(params),
+    });
+    entries.extend(
+        buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32 + 1,
+                resource: b.as_entire_binding(),
+            }),
+    );
     device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some(label),
         layout: &pipeline.get_bind_group_layout(0),

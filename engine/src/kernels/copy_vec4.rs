@@ -1,9 +1,9 @@
 //! copy_vec4: `dst[i] = src[i]` over N vec4s. Not part of the model: the measured bandwidth
 //! ceiling (bytes read + written per second) that the other kernels are compared with.
 
-use crate::gpu::{bind_buffers, uniform_buffer, GpuContext, ShaderSource};
+use crate::gpu::{GpuContext, ShaderSource};
 
-use super::{check_len, grid_2d, KernelError};
+use super::{check_len, grid_2d, launch_groups, KernelError};
 
 pub const SHADER: ShaderSource = ShaderSource {
     name: "copy_vec4",
@@ -35,20 +35,11 @@ pub fn dispatch(
         u64::from(n_vec4).div_ceil(WORKGROUP),
         ctx.adapter.limits.max_compute_workgroups_per_dimension,
     )?;
-    let pipeline = ctx.pipelines.get(&ctx.device, SHADER, &[]);
-    let params = uniform_buffer(
-        ctx,
-        "copy_vec4 params",
-        &CopyParams {
-            n_vec4,
-            _pad: [0; 3],
-        },
-    );
-    let bind_group = bind_buffers(&ctx.device, &pipeline, "copy_vec4", &[&params, src, dst]);
-    pass.set_pipeline(&pipeline);
-    pass.set_bind_group(0, &bind_group, &[]);
-    pass.dispatch_workgroups(gx, gy, 1);
-    Ok(())
+    let params = CopyParams {
+        n_vec4,
+        _pad: [0; 3],
+    };
+    launch_groups(ctx, pass, SHADER, &params, &[src, dst], (gx, gy))
 }
 
 #[cfg(test)]

@@ -80,9 +80,9 @@ pub fn dispatch(
         &[q, cache, partials],
         (p.splits, p.tokens * p.heads),
     )?;
-    // Each (token, head) reads the visible cache rows; shown as the cache read once per head
-    // row of queries, the way the kernel streams it.
-    Ok(4 * (t * h * (row + context * row) + p.partial_floats()))
+    // The minimum, as for mla_scores: the queries and the cache once (the heads of a token read
+    // the same rows; caches serve the repeats), the partials written.
+    Ok(4 * (t * h * row + context * row + p.partial_floats()))
 }
 
 /// Records the reduction: `[partials, o [T, H, latent]]`. Returns bytes moved.

@@ -24,7 +24,7 @@ pub mod sigmoid;
 pub mod silu_mul;
 pub mod softmax;
 
-use crate::gpu::{bind_buffers, uniform_buffer, GpuContext, GpuError, ShaderSource};
+use crate::gpu::{bind_buffers, GpuContext, GpuError, ShaderSource};
 
 /// Invocations per workgroup of the one-invocation-per-element kernels.
 const FLAT_WORKGROUP: u64 = 256;
@@ -82,11 +82,8 @@ pub(crate) fn launch_grid<P: bytemuck::Pod>(
         return Ok(());
     }
     let pipeline = ctx.pipelines.get(&ctx.device, source, constants);
-    let uniform = uniform_buffer(ctx, source.name, params);
-    let mut all = Vec::with_capacity(buffers.len() + 1);
-    all.push(&uniform);
-    all.extend_from_slice(buffers);
-    let bind_group = bind_buffers(&ctx.device, &pipeline, source.name, &all);
+    let params = ctx.uniforms.push(&ctx.queue, params);
+    let bind_group = bind_buffers(&ctx.device, &pipeline, source.name, params, buffers);
     pass.set_pipeline(&pipeline);
     pass.set_bind_group(0, &bind_group, &[]);
     pass.dispatch_workgroups(gx, gy, gz);

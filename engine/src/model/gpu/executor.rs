@@ -5,7 +5,7 @@
 //! one command buffer still run one after another, so the launch gap shrinks but the tail of one
 //! kernel cannot overlap the prologue of the next.
 
-use crate::gpu::{GpuContext, Profiler};
+use crate::gpu::{GpuContext, Profiler, MAX_LAUNCHES_PER_SUBMIT};
 use crate::kernels::KernelError;
 
 use super::super::ModelError;
@@ -20,6 +20,8 @@ pub(super) struct Executor<'a> {
     pub trace: Vec<KernelLaunch>,
     /// Queue submissions so far (the eager path: one per kernel).
     pub submissions: usize,
+    /// Kernels in the command buffer being recorded.
+    pending: usize,
 }
 
 impl<'a> Executor<'a> {
@@ -32,6 +34,7 @@ impl<'a> Executor<'a> {
             layer: None,
             trace: Vec::new(),
             submissions: 0,
+            pending: 0,
         }
     }
 
@@ -64,7 +67,9 @@ impl<'a> Executor<'a> {
             record(&mut pass)?
         };
         self.encoder = Some(encoder);
-        if !self.recorded {
+        self.pending += 1;
+        // Params slots are reused after MAX_LAUNCHES_PER_SUBMIT launches (gpu::UniformRing).
+        if !self.recorded || self.pending >= MAX_LAUNCHES_PER_SUBMIT {
             self.flush();
         }
         self.trace.push(KernelLaunch {
@@ -82,6 +87,7 @@ impl<'a> Executor<'a> {
         if let Some(encoder) = self.encoder.take() {
             self.ctx.queue.submit([encoder.finish()]);
             self.submissions += 1;
+            self.pending = 0;
         }
     }
 
