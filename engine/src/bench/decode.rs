@@ -57,6 +57,10 @@ pub struct Variant {
     pub ms_per_step: f64,
     /// The baseline's ms per step over this variant's.
     pub speedup_vs_baseline: f64,
+    /// Median host time recording the kernels (validation, bind groups, encoding) per step.
+    pub record_us_per_step: f64,
+    /// Median host time in `queue.submit` per step.
+    pub submit_us_per_step: f64,
     /// Sum of per-kernel GPU times of the profiled step; `None` without timestamp queries.
     pub gpu_us_per_step: Option<f64>,
     pub kernels_per_step: usize,
@@ -93,6 +97,8 @@ pub fn variants() -> Vec<(String, Optimizations)> {
 
 struct Samples {
     ms: Vec<f64>,
+    record_us: Vec<f64>,
+    submit_us: Vec<f64>,
     logits: Vec<Vec<f32>>,
     max_diff: f64,
 }
@@ -120,6 +126,8 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Decode
         .iter()
         .map(|_| Samples {
             ms: Vec::new(),
+            record_us: Vec::new(),
+            submit_us: Vec::new(),
             logits: Vec::new(),
             max_diff: 0.0,
         })
@@ -134,8 +142,10 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Decode
             let mut logits = Vec::with_capacity(options.steps);
             for &token in &decode[1..=options.steps.min(decode.len() - 1)] {
                 let t0 = Instant::now();
-                let (out, _) = model.forward(ctx, &[token]).await?;
+                let (out, trace) = model.forward(ctx, &[token]).await?;
                 samples[i].ms.push(t0.elapsed().as_secs_f64() * 1e3);
+                samples[i].record_us.push(trace.record_us);
+                samples[i].submit_us.push(trace.submit_us);
                 logits.push(out.logits);
             }
             samples[i].logits = logits;
@@ -160,6 +170,8 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Decode
         out.push(Variant {
             speedup_vs_baseline: baseline_ms / ms_per_step,
             ms_per_step,
+            record_us_per_step: super::median(s.record_us),
+            submit_us_per_step: super::median(s.submit_us),
             gpu_us_per_step: trace.kernels.iter().map(|k| k.gpu_us).sum::<Option<f64>>(),
             kernels_per_step: trace.kernels.len(),
             submissions_per_step: trace.submissions,

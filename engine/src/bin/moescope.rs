@@ -365,15 +365,26 @@ fn print_decode(r: &bench::decode::DecodeBench) {
         r.options.rounds
     );
     println!(
-        "{:<26} {:>10} {:>8} {:>10} {:>8} {:>6} {:>10} {:>10}",
-        "variant", "ms/step", "speedup", "gpu us", "kernels", "subs", "MB/step", "max diff"
+        "{:<26} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8} {:>5} {:>8} {:>9}",
+        "variant",
+        "ms/step",
+        "speedup",
+        "record us",
+        "submit us",
+        "gpu us",
+        "kernels",
+        "subs",
+        "MB/step",
+        "max diff"
     );
     for v in &r.variants {
         println!(
-            "{:<26} {:>10.3} {:>7.2}x {:>10} {:>8} {:>6} {:>10.2} {:>10.1e}",
+            "{:<26} {:>9.3} {:>7.2}x {:>9.0} {:>9.0} {:>9} {:>8} {:>5} {:>8.2} {:>9.1e}",
             v.name,
             v.ms_per_step,
             v.speedup_vs_baseline,
+            v.record_us_per_step,
+            v.submit_us_per_step,
             v.gpu_us_per_step
                 .map_or("-".into(), |us| format!("{us:.1}")),
             v.kernels_per_step,

@@ -9,7 +9,7 @@ mod uniforms;
 
 pub use buffers::{read_back, read_back_many, storage_buffer, storage_zeroed};
 pub use context::{AdapterReport, GpuContext, LimitsReport};
-pub use pipeline_cache::{bind_buffers, PipelineCache, ShaderSource};
+pub use pipeline_cache::{bind_buffers, Pipeline, PipelineCache, ShaderSource};
 pub use profiler::{gcd_resolution_ns, ProfileReport, Profiler, TimingSource};
 pub use uniforms::{UniformRing, MAX_LAUNCHES_PER_SUBMIT};
 

@@ -15,9 +15,17 @@ pub struct ShaderSource {
 
 type Key = (&'static str, &'static str, String);
 
+/// A compiled pipeline with its group-0 layout, fetched once: asking the pipeline for its layout
+/// on every launch costs a lookup inside wgpu each time.
+#[derive(Clone)]
+pub struct Pipeline {
+    pub pipeline: wgpu::ComputePipeline,
+    pub layout: wgpu::BindGroupLayout,
+}
+
 #[derive(Default)]
 pub struct PipelineCache {
-    pipelines: Mutex<HashMap<Key, wgpu::ComputePipeline>>,
+    pipelines: Mutex<HashMap<Key, Pipeline>>,
 }
 
 impl PipelineCache {
@@ -27,7 +35,7 @@ impl PipelineCache {
         device: &wgpu::Device,
         source: ShaderSource,
         constants: &[(&str, f64)],
-    ) -> wgpu::ComputePipeline {
+    ) -> Pipeline {
         let key = (source.name, source.entry_point, format!("{constants:?}"));
         let mut map = match self.pipelines.lock() {
             Ok(map) => map,
@@ -40,7 +48,7 @@ impl PipelineCache {
                     label: Some(source.name),
                     source: wgpu::ShaderSource::Wgsl(source.wgsl.into()),
                 });
-                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(source.name),
                     layout: None,
                     module: &module,
@@ -50,7 +58,9 @@ impl PipelineCache {
                         ..Default::default()
                     },
                     cache: None,
-                })
+                });
+                let layout = pipeline.get_bind_group_layout(0);
+                Pipeline { pipeline, layout }
             })
             .clone()
     }
@@ -68,7 +78,7 @@ impl PipelineCache {
 /// index = position.
 pub fn bind_buffers(
     device: &wgpu::Device,
-    pipeline: &wgpu::ComputePipeline,
+    pipeline: &Pipeline,
     label: &str,
     params: wgpu::BufferBinding<'_>,
     buffers: &[&wgpu::Buffer],
@@ -89,7 +99,7 @@ pub fn bind_buffers(
     );
     device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some(label),
-        layout: &pipeline.get_bind_group_layout(0),
+        layout: &pipeline.layout,
         entries: &entries,
     })
 }

@@ -84,7 +84,7 @@ pub(crate) fn launch_grid<P: bytemuck::Pod>(
     let pipeline = ctx.pipelines.get(&ctx.device, source, constants);
     let params = ctx.uniforms.push(&ctx.queue, params);
     let bind_group = bind_buffers(&ctx.device, &pipeline, source.name, params, buffers);
-    pass.set_pipeline(&pipeline);
+    pass.set_pipeline(&pipeline.pipeline);
     pass.set_bind_group(0, &bind_group, &[]);
     pass.dispatch_workgroups(gx, gy, gz);
     Ok(())

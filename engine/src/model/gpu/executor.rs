@@ -5,6 +5,8 @@
 //! one command buffer still run one after another, so the launch gap shrinks but the tail of one
 //! kernel cannot overlap the prologue of the next.
 
+use web_time::Instant;
+
 use crate::gpu::{GpuContext, Profiler, MAX_LAUNCHES_PER_SUBMIT};
 use crate::kernels::KernelError;
 
@@ -22,6 +24,10 @@ pub(super) struct Executor<'a> {
     pub submissions: usize,
     /// Kernels in the command buffer being recorded.
     pending: usize,
+    /// Host time spent recording kernels (validation, bind groups, encoding), µs.
+    pub record_us: f64,
+    /// Host time spent in `queue.submit`, µs.
+    pub submit_us: f64,
 }
 
 impl<'a> Executor<'a> {
@@ -35,6 +41,8 @@ impl<'a> Executor<'a> {
             trace: Vec::new(),
             submissions: 0,
             pending: 0,
+            record_us: 0.0,
+            submit_us: 0.0,
         }
     }
 
@@ -46,6 +54,7 @@ impl<'a> Executor<'a> {
         op: &str,
         record: impl FnOnce(&mut wgpu::ComputePass<'_>) -> Result<u64, KernelError>,
     ) -> Result<(), ModelError> {
+        let start = Instant::now();
         let mut encoder = match self.encoder.take() {
             Some(encoder) => encoder,
             None => self
@@ -68,6 +77,7 @@ impl<'a> Executor<'a> {
         };
         self.encoder = Some(encoder);
         self.pending += 1;
+        self.record_us += start.elapsed().as_secs_f64() * 1e6;
         // Params slots are reused after MAX_LAUNCHES_PER_SUBMIT launches (gpu::UniformRing).
         if !self.recorded || self.pending >= MAX_LAUNCHES_PER_SUBMIT {
             self.flush();
@@ -85,14 +95,16 @@ impl<'a> Executor<'a> {
     /// Submits what has been recorded (before the host reads anything back).
     pub fn flush(&mut self) {
         if let Some(encoder) = self.encoder.take() {
+            let start = Instant::now();
             self.ctx.queue.submit([encoder.finish()]);
+            self.submit_us += start.elapsed().as_secs_f64() * 1e6;
             self.submissions += 1;
             self.pending = 0;
         }
     }
 
     /// Submits the rest and, when profiling, reads each kernel's GPU time into the trace.
-    pub async fn finish(mut self) -> Result<(Vec<KernelLaunch>, usize), ModelError> {
+    pub async fn finish(mut self) -> Result<super::StepTrace, ModelError> {
         self.flush();
         if let Some(profiler) = self.profiler.take() {
             let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
@@ -103,6 +115,11 @@ impl<'a> Executor<'a> {
                 launch.gpu_us = Some(pass.gpu_ns / 1e3);
             }
         }
-        Ok((self.trace, self.submissions))
+        Ok(super::StepTrace {
+            kernels: self.trace,
+            submissions: self.submissions,
+            record_us: self.record_us,
+            submit_us: self.submit_us,
+        })
     }
 }

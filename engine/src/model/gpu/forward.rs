@@ -93,7 +93,7 @@ impl GpuModel {
             ]);
         }
         step.e.flush();
-        let (kernels, submissions) = step.e.finish().await?;
+        let trace = step.e.finish().await?;
         let data = read_back_many(ctx, &reads).await?;
         let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&data[0]);
         let mut routing: Vec<Vec<Routing>> = vec![Vec::new(); tokens.len()];
@@ -106,13 +106,7 @@ impl GpuModel {
             }
         }
         self.len += tokens.len();
-        Ok((
-            ForwardOutput { logits, routing },
-            StepTrace {
-                kernels,
-                submissions,
-            },
-        ))
+        Ok((ForwardOutput { logits, routing }, trace))
     }
 }
 

@@ -40,6 +40,10 @@ pub struct KernelLaunch {
 pub struct StepTrace {
     pub kernels: Vec<KernelLaunch>,
     pub submissions: usize,
+    /// Host time spent recording the kernels (validation, bind groups, encoding), µs.
+    pub record_us: f64,
+    /// Host time spent in `queue.submit`, µs.
+    pub submit_us: f64,
 }
 
 /// A SwiGLU FFN, or all routed experts of a layer stacked: matrix e of `w_gate_up` is
