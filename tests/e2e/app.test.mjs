@@ -2,7 +2,7 @@
 // addresses, and generation on the CPU fallback without WebGPU.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { serveDist, withPage, screenshot } from './harness.mjs';
+import { serveDist, withPage, screenshot, outputDir } from './harness.mjs';
 
 let server;
 before(async () => { server = await serveDist(); });
@@ -87,20 +87,68 @@ async function assertExpertRows(page, tokens) {
   for (const c of cells.slice(1)) assert.match(c, /^E\d+ E\d+$/);
 }
 
-test('the sandbox generates tokens on WebGPU with tokens/s and experts per token', async () => {
+test('the sandbox generates on WebGPU; flipping the switches changes the kernels and the timeline', async () => {
   await withPage({ webgpu: true }, async ({ page, problems }) => {
     await page.goto(`${server.base}#/sandbox`);
     await page.getByTestId('generator').waitFor();
     await page.getByTestId('gen-prompt').fill('Route me');
-    await generate(page, 6);
-    assert.match(await page.getByTestId('gen-backend').innerText(), /WebGPU, eager/);
+    // Every switch is on by default: 66 kernels in one command buffer.
+    await generate(page, 4);
+    assert.match(await page.getByTestId('gen-backend').innerText(), /WebGPU on .*optimizations: all/);
     assert.equal(await page.getByTestId('gen-fallback').count(), 0);
-    const stats = await page.getByTestId('gen-stats').innerText();
+    let stats = await page.getByTestId('gen-stats').innerText();
     assert.match(stats, /[\d.]+ tokens\/s/);
-    assert.match(stats, /1\d\d kernels per step/);
+    assert.match(stats, /66 kernels in 1 queue submissions per step/);
     assert.match(stats, /MB read and written per step/);
-    await assertExpertRows(page, 6);
+    assert.equal(await page.getByTestId('timeline-svg').getAttribute('data-kernels'), '66');
+    assert.match(await page.getByTestId('timeline-summary').innerText(), /66 kernels · [\d.]+ µs of GPU time/);
+    await assertExpertRows(page, 4);
+    const fusedText = await page.getByTestId('gen-output').innerText();
     await screenshot(page, 'sandbox-generated');
+
+    // The eager baseline: the same tokens, 144 kernels, one submission each.
+    await page.getByTestId('opt-none').click();
+    assert.equal(await page.getByTestId('opt-recorded_submission').isChecked(), false);
+    await generate(page, 4);
+    stats = await page.getByTestId('gen-stats').innerText();
+    assert.match(stats, /144 kernels in 144 queue submissions per step/);
+    assert.equal(await page.getByTestId('timeline-svg').getAttribute('data-kernels'), '144');
+    assert.equal(await page.getByTestId('gen-output').innerText(), fusedText);
+
+    // One switch alone: split-K attention swaps 3 attention kernels for 2 in each of 4 layers.
+    await page.getByTestId('opt-split_k_attention').check();
+    await generate(page, 2);
+    assert.match(await page.getByTestId('gen-stats').innerText(), /140 kernels in 140 queue submissions/);
+    await page.getByTestId('kernel-timeline').screenshot({ path: `${outputDir}/timeline-split-k.png` });
+    assert.deepEqual(problems, []);
+  });
+});
+
+test('the switch benchmark runs every variant on WebGPU with the same logits', async () => {
+  await withPage({ webgpu: true }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/sandbox`);
+    await page.getByTestId('decode-bench').waitFor();
+    await page.getByTestId('bench-steps').fill('1');
+    await page.getByTestId('bench-run').click();
+    await page.waitForFunction(
+      () => ['done', 'error'].includes(document.querySelector('[data-testid=decode-bench]')?.dataset.status),
+      null, { timeout: 300_000 });
+    const card = page.getByTestId('decode-bench');
+    assert.equal(await card.getAttribute('data-status'), 'done', await card.innerText());
+    const rows = page.getByTestId('bench-row');
+    assert.equal(await rows.count(), 10);
+    const cells = async (variant) => page.locator(`[data-testid=bench-row][data-variant=${variant}] td`).allInnerTexts();
+    const none = await cells('none');
+    const all = await cells('all');
+    assert.equal(none[3], '144');
+    assert.equal(all[3], '66');
+    assert.equal(all[4], '1');
+    // Every variant's logits agree with the baseline's far inside the model tolerance.
+    for (const row of await rows.all()) {
+      const diff = Number((await row.locator('td').allInnerTexts())[7]);
+      assert.ok(diff < 1e-4, `max |Δlogit| ${diff}`);
+    }
+    await card.screenshot({ path: `${outputDir}/decode-bench.png` });
     assert.deepEqual(problems, []);
   });
 });

@@ -11,11 +11,12 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use moescope_engine::gpu::GpuContext;
 use moescope_engine::model::generate::{Backend, Engine, GenerateOptions, Generator, Sampling};
+use moescope_engine::model::gpu::KernelLaunch;
 use moescope_engine::model::{tokenizer, MoeConfig, Weights};
 use moescope_engine::plan::Optimizations;
 use wasm_bindgen::JsCast;
 
-use super::OptimizationSwitches;
+use super::{KernelTimeline, OptimizationSwitches};
 
 /// Synthetic weights seed until the trained checkpoint ships.
 const WEIGHTS_SEED: u64 = 0;
@@ -101,6 +102,7 @@ pub fn GeneratePanel() -> impl IntoView {
     let fallback_note = RwSignal::new(None::<String>);
     let stats = RwSignal::new(None::<StepSummary>);
     let optimizations = RwSignal::new(Optimizations::all());
+    let last_trace = RwSignal::new(Vec::<KernelLaunch>::new());
     let stop = Rc::new(RefCell::new(false));
     let engines = Rc::new(RefCell::new(Engines::default()));
     let weights: Rc<RefCell<Option<Rc<Weights>>>> = Rc::new(RefCell::new(None));
@@ -149,6 +151,7 @@ pub fn GeneratePanel() -> impl IntoView {
                         backend_label,
                         fallback_note,
                         stats,
+                        last_trace,
                     },
                 )
                 .await;
@@ -217,6 +220,7 @@ pub fn GeneratePanel() -> impl IntoView {
                     "{tokens_per_s:.1} tokens/s ({ms:.1} ms per decode step, measured) · {kernels} kernels in {submissions} queue submissions per step · {mb:.1} MB read and written per step (computed from the shapes)"
                 ),
             }}</p>
+            <KernelTimeline trace=last_trace />
             <h3>"Experts per token"</h3>
             <p class="muted">"Each generated token, and the two routed experts (of 16) it used in each MoE layer. The shared expert sees every token."</p>
             <div class="table-wrap">
@@ -247,6 +251,7 @@ struct Sinks {
     backend_label: RwSignal<String>,
     fallback_note: RwSignal<Option<String>>,
     stats: RwSignal<Option<StepSummary>>,
+    last_trace: RwSignal<Vec<KernelLaunch>>,
 }
 
 /// The running averages shown under the output.
@@ -319,6 +324,7 @@ async fn generate(
             .unwrap_or_else(|| Engine::cpu((*w).clone())),
     };
     engine.set_optimizations(optimizations);
+    engine.set_profiling(true);
     s.backend_label.set(match engine.backend() {
         Backend::Gpu => format!(
             "Engine: WebGPU on {}, optimizations: {}",
@@ -387,6 +393,7 @@ async fn run_loop(
             submissions: step.submissions,
             mb: step.bytes as f64 / 1e6,
         };
+        s.last_trace.set(step.trace.clone());
         s.output.set(String::from_utf8_lossy(&bytes).into_owned());
         s.rows.update(|r| r.push(row));
         s.stats.set(Some(summary));

@@ -1,15 +1,19 @@
 //! Reusable pieces of the UI, one component per file.
 
+mod decode_bench;
 mod generator;
 mod header;
 mod kernel_check;
+mod kernel_timeline;
 mod optimization_switches;
 mod route_error_panel;
 mod webgpu_banner;
 
+pub use decode_bench::DecodeBenchPanel;
 pub use generator::GeneratePanel;
 pub use header::Header;
 pub use kernel_check::KernelCheck;
+pub use kernel_timeline::KernelTimeline;
 pub use optimization_switches::OptimizationSwitches;
 pub use route_error_panel::RouteErrorPanel;
 pub use webgpu_banner::WebGpuBanner;

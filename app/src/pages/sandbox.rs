@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::components::{GeneratePanel, KernelCheck};
+use crate::components::{DecodeBenchPanel, GeneratePanel, KernelCheck};
 
 #[component]
 pub fn SandboxPage() -> impl IntoView {
@@ -11,14 +11,16 @@ pub fn SandboxPage() -> impl IntoView {
         <h1>"Sandbox"</h1>
         <p class="lead">
             "A scaled-down DeepSeek-style Mixture-of-Experts model runs here, on your own GPU, "
-            "with its kernels checked against a CPU reference. The eager path below launches one "
-            "kernel per operation, like eager PyTorch: the baseline every fusion will be measured against."
+            "with its kernels checked against a CPU reference. With every switch off it launches one "
+            "kernel per operation and submits each on its own, like eager PyTorch; each switch swaps "
+            "some of those kernels for a fused one and never changes the math."
         </p>
         <GeneratePanel />
+        <DecodeBenchPanel />
         <KernelCheck />
         <section class="card placeholder">
             <h2>"Coming next"</h2>
-            <p>"The optimization switches (fused kernels, one recorded command buffer per step), quantized weights (int8, FP8, NVFP4, MXFP4) and a per-kernel timeline."</p>
+            <p>"Quantized weights (int8, FP8, NVFP4, MXFP4) and a trained checkpoint."</p>
         </section>
     }
 }

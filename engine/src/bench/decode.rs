@@ -1,8 +1,9 @@
 //! The fused-kernel benchmark: the same decode steps with every switch off (the eager baseline),
 //! each switch alone, and all on, in one run on one model. Variants take turns round by round so
 //! that drift (clocks, other load) hits all of them alike. Each step is timed on the host around
-//! the forward and its read-back (what a user waits for); one extra step per variant is profiled
-//! with timestamp queries for the per-kernel times. Every variant's logits are compared with the
+//! the forward and its read-back (what a user waits for); one more step per variant, after the
+//! timed ones and not counted with them, is profiled with timestamp queries for the per-kernel
+//! times. Every variant's logits are compared with the
 //! baseline's on the same tokens, so the benchmark also shows that the switches change no math.
 
 use std::collections::BTreeMap;
@@ -106,7 +107,8 @@ struct Samples {
 /// Runs the benchmark on synthetic weights from `options.seed`.
 pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<DecodeBench, ModelError> {
     let config = MoeConfig::deepseek_mini();
-    let needed = options.prompt_tokens + options.steps + 1;
+    // The prompt, a warm-up step, the timed steps and the profiled step.
+    let needed = options.prompt_tokens + options.steps + 2;
     if options.prompt_tokens == 0 || options.steps == 0 || needed > config.max_seq_len {
         return Err(ModelError::ContextFull {
             needed,
@@ -132,7 +134,11 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Decode
             max_diff: 0.0,
         })
         .collect();
-    for _ in 0..options.rounds.max(1) {
+    // Each variant's last round ends with one profiled step (not timed), for the per-kernel
+    // times, kernels, submissions and bytes.
+    let rounds = options.rounds.max(1);
+    let mut profiled: Vec<Option<StepTrace>> = vec![None; list.len()];
+    for round in 0..rounds {
         for (i, (_, o)) in list.iter().enumerate() {
             model.set_optimizations(*o);
             model.reset();
@@ -140,7 +146,7 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Decode
             // One untimed step compiles any pipeline this variant has not used yet.
             model.forward(ctx, &decode[..1]).await?;
             let mut logits = Vec::with_capacity(options.steps);
-            for &token in &decode[1..=options.steps.min(decode.len() - 1)] {
+            for &token in &decode[1..=options.steps] {
                 let t0 = Instant::now();
                 let (out, trace) = model.forward(ctx, &[token]).await?;
                 samples[i].ms.push(t0.elapsed().as_secs_f64() * 1e3);
@@ -149,6 +155,12 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Decode
                 logits.push(out.logits);
             }
             samples[i].logits = logits;
+            if round + 1 == rounds {
+                model.set_profiling(ctx, true);
+                let (_, trace) = model.forward(ctx, &decode[options.steps + 1..]).await?;
+                model.set_profiling(ctx, false);
+                profiled[i] = Some(trace);
+            }
         }
         let (base, rest) = samples.split_at_mut(1);
         for s in rest {
@@ -156,16 +168,10 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Decode
         }
     }
 
-    // One profiled step per variant, after the timed ones.
-    model.set_profiling(ctx, true);
-    let mut out = Vec::with_capacity(list.len());
     let baseline_ms = super::median(samples[0].ms.clone());
-    for ((name, o), s) in list.into_iter().zip(samples) {
-        model.set_optimizations(o);
-        model.reset();
-        model.forward(ctx, prompt).await?;
-        model.forward(ctx, &decode[..1]).await?;
-        let (_, trace) = model.forward(ctx, &decode[1..2]).await?;
+    let mut out = Vec::with_capacity(list.len());
+    for (((name, o), s), trace) in list.into_iter().zip(samples).zip(profiled) {
+        let trace = trace.unwrap_or_default();
         let ms_per_step = super::median(s.ms);
         out.push(Variant {
             speedup_vs_baseline: baseline_ms / ms_per_step,
@@ -182,7 +188,6 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Decode
             name,
         });
     }
-    model.set_profiling(ctx, false);
     Ok(DecodeBench {
         adapter: ctx.adapter.clone(),
         model: config.name,

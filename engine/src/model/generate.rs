@@ -90,6 +90,14 @@ impl Engine {
         }
     }
 
+    /// Times every kernel of the next steps with timestamp queries where the adapter has them
+    /// (GPU; the CPU has no kernels); `StepStats::trace` then carries the times.
+    pub fn set_profiling(&mut self, on: bool) {
+        if let Engine::Gpu { ctx, model } = self {
+            model.set_profiling(ctx, on);
+        }
+    }
+
     /// Changes the kernels of the next steps (GPU; the CPU has none). The cache stays valid.
     pub fn set_optimizations(&mut self, o: Optimizations) {
         if let Engine::Gpu { model, .. } = self {

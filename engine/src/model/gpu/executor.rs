@@ -16,6 +16,9 @@ use super::KernelLaunch;
 pub(super) struct Executor<'a> {
     ctx: &'a GpuContext,
     recorded: bool,
+    /// The one open pass of a recorded, unprofiled command buffer: ended before `encoder` is
+    /// finished, and declared first so that it is also dropped first.
+    pass: Option<wgpu::ComputePass<'static>>,
     encoder: Option<wgpu::CommandEncoder>,
     profiler: Option<&'a mut Profiler>,
     pub layer: Option<usize>,
@@ -36,6 +39,7 @@ impl<'a> Executor<'a> {
             ctx,
             recorded,
             encoder: None,
+            pass: None,
             profiler,
             layer: None,
             trace: Vec::new(),
@@ -55,27 +59,51 @@ impl<'a> Executor<'a> {
         record: impl FnOnce(&mut wgpu::ComputePass<'_>) -> Result<u64, KernelError>,
     ) -> Result<(), ModelError> {
         let start = Instant::now();
-        let mut encoder = match self.encoder.take() {
-            Some(encoder) => encoder,
-            None => self
-                .ctx
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        let bytes = if self.recorded && self.profiler.is_none() {
+            let pass = match &mut self.pass {
+                Some(pass) => pass,
+                None => {
+                    let encoder = self.encoder.get_or_insert_with(|| {
+                        self.ctx
+                            .device
+                            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                                label: Some("decode step"),
+                            })
+                    });
+                    let pass = encoder
+                        .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some("decode step"),
+                            timestamp_writes: None,
+                        })
+                        .forget_lifetime();
+                    self.pass.insert(pass)
+                }
+            };
+            record(pass)?
+        } else {
+            let mut encoder = match self.encoder.take() {
+                Some(encoder) => encoder,
+                None => self
+                    .ctx
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some(kernel),
+                    }),
+            };
+            let bytes = {
+                let timestamp_writes = self
+                    .profiler
+                    .as_deref_mut()
+                    .and_then(|p| p.timestamp_writes(op));
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some(kernel),
-                }),
+                    timestamp_writes,
+                });
+                record(&mut pass)
+            };
+            self.encoder = Some(encoder);
+            bytes?
         };
-        let bytes = {
-            let timestamp_writes = self
-                .profiler
-                .as_deref_mut()
-                .and_then(|p| p.timestamp_writes(op));
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(kernel),
-                timestamp_writes,
-            });
-            record(&mut pass)?
-        };
-        self.encoder = Some(encoder);
         self.pending += 1;
         self.record_us += start.elapsed().as_secs_f64() * 1e6;
         // Params slots are reused after MAX_LAUNCHES_PER_SUBMIT launches (gpu::UniformRing).
@@ -94,6 +122,8 @@ impl<'a> Executor<'a> {
 
     /// Submits what has been recorded (before the host reads anything back).
     pub fn flush(&mut self) {
+        // The pass borrows the encoder in wgpu's bookkeeping: end it first.
+        self.pass = None;
         if let Some(encoder) = self.encoder.take() {
             let start = Instant::now();
             self.ctx.queue.submit([encoder.finish()]);

@@ -1,0 +1,265 @@
+//! The per-kernel timeline of one decode step: a row per layer (the embedding and the head on
+//! rows of their own), the kernels laid end to end in launch order, each bar as long as its GPU
+//! time (timestamp queries) or, where the browser gives no GPU timer, as its bytes. Colors group
+//! kernels by kind; hovering a bar shows its op, time and bytes; a table sums each kernel.
+
+use std::collections::BTreeMap;
+
+use leptos::prelude::*;
+use moescope_engine::model::gpu::KernelLaunch;
+
+/// Kernel kinds with their colors, in legend order (style.css repeats them as `.kind0`…`.kind5`).
+const KINDS: [(&str, &str); 6] = [
+    ("projections (GEMV)", "#3a5bd9"),
+    ("norms and residuals", "#17803d"),
+    ("attention", "#d9822b"),
+    ("MoE routing, dispatch, combine", "#8e44ad"),
+    ("activations", "#c0392b"),
+    ("copies, RoPE, embedding", "#7f8c8d"),
+];
+
+/// The color of a kernel's kind.
+fn color(kernel: &str) -> &'static str {
+    let kind = match kernel {
+        "gemv" | "gate_up_swiglu" | "qkv_rope_scale" => 0,
+        "rms_norm" | "add_rms_norm" | "add" => 1,
+        "mla_scores" | "softmax" | "mla_values" | "mla_split_k" | "mla_split_k_reduce" => 2,
+        "moe_route" | "sigmoid" | "moe_topk" | "moe_dispatch" | "moe_combine" | "gather_rows"
+        | "scatter_add" => 3,
+        "silu_mul" => 4,
+        _ => 5,
+    };
+    KINDS[kind].1
+}
+
+/// One bar: where it starts and how long it is, in the row's unit (µs or bytes).
+struct Bar {
+    start: f64,
+    len: f64,
+    color: &'static str,
+    title: String,
+}
+
+struct Row {
+    label: String,
+    bars: Vec<Bar>,
+    total: f64,
+}
+
+/// Rows per layer, and whether the lengths are GPU µs (`true`) or bytes.
+fn layout(trace: &[KernelLaunch]) -> (Vec<Row>, bool) {
+    let timed = !trace.is_empty() && trace.iter().all(|k| k.gpu_us.is_some());
+    let mut rows: Vec<Row> = Vec::new();
+    let mut key = None;
+    for (i, k) in trace.iter().enumerate() {
+        let row_key = match k.layer {
+            Some(l) => format!("layer {l}"),
+            None if i == 0 => "embed".to_owned(),
+            None => "head".to_owned(),
+        };
+        if key.as_ref() != Some(&row_key) {
+            rows.push(Row {
+                label: row_key.clone(),
+                bars: Vec::new(),
+                total: 0.0,
+            });
+            key = Some(row_key);
+        }
+        let Some(row) = rows.last_mut() else { continue };
+        let len = if timed {
+            k.gpu_us.unwrap_or(0.0)
+        } else {
+            k.bytes as f64
+        };
+        let time = k
+            .gpu_us
+            .map_or("no GPU timer".to_owned(), |us| format!("{us:.1} µs"));
+        row.bars.push(Bar {
+            start: row.total,
+            len,
+            color: color(k.kernel),
+            title: format!(
+                "{} — {} — {time}, {:.1} kB",
+                k.op,
+                k.kernel,
+                k.bytes as f64 / 1e3
+            ),
+        });
+        row.total += len;
+    }
+    (rows, timed)
+}
+
+/// A round tick step (1, 2 or 5 × 10ⁿ) and how many steps cover `max` (at most about 6).
+fn nice_ticks(max: f64) -> (f64, usize) {
+    if max.is_nan() || max <= 0.0 || max.is_infinite() {
+        return (1.0, 1);
+    }
+    let raw = max / 5.0;
+    let base = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * base)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * base);
+    (step, (max / step).ceil().max(1.0) as usize)
+}
+
+const WIDTH: f64 = 900.0;
+const LABEL: f64 = 70.0;
+const ROW_H: f64 = 26.0;
+const AXIS_H: f64 = 34.0;
+
+#[component]
+pub fn KernelTimeline(
+    /// The kernels of the step to show, in launch order.
+    #[prop(into)]
+    trace: Signal<Vec<KernelLaunch>>,
+) -> impl IntoView {
+    let chart = move || {
+        let trace = trace.get();
+        if trace.is_empty() {
+            return view! { <p class="muted">"Generate on WebGPU to see where a decode step's time goes."</p> }
+                .into_any();
+        }
+        let (rows, timed) = layout(&trace);
+        let longest = rows.iter().map(|r| r.total).fold(0.0, f64::max);
+        let (step, ticks) = nice_ticks(if timed { longest } else { longest / 1e3 });
+        let max = step * ticks as f64 * if timed { 1.0 } else { 1e3 };
+        let scale = (WIDTH - LABEL - 24.0) / max.max(1e-9);
+        let height = rows.len() as f64 * ROW_H + AXIS_H;
+        let unit = if timed {
+            "GPU time per layer (µs)"
+        } else {
+            "bytes per layer (kB) — no GPU timer here"
+        };
+        let ticks: Vec<f64> = (0..=4).map(|i| max * f64::from(i) / 4.0).collect();
+        let tick_label = move |v: f64| {
+            if timed {
+                format!("{v:.0}")
+            } else {
+                format!("{:.0}", v / 1e3)
+            }
+        };
+        let total_us: f64 = trace.iter().filter_map(|k| k.gpu_us).sum();
+        let mut sums: BTreeMap<&'static str, (usize, f64, u64)> = BTreeMap::new();
+        for k in &trace {
+            let e = sums.entry(k.kernel).or_default();
+            e.0 += 1;
+            e.1 += k.gpu_us.unwrap_or(0.0);
+            e.2 += k.bytes;
+        }
+        let mut sums: Vec<_> = sums.into_iter().collect();
+        sums.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1).then(b.1 .2.cmp(&a.1 .2)));
+        view! {
+            <p data-testid="timeline-summary">
+                {format!("{} kernels", trace.len())}
+                {timed.then(|| format!(" · {total_us:.0} µs of GPU time (timestamp queries around each kernel's pass)"))}
+            </p>
+            <svg class="timeline" viewBox=format!("0 0 {WIDTH} {height}") role="img"
+                aria-label=format!("Per-kernel timeline: {} kernels", trace.len())
+                data-testid="timeline-svg" data-kernels=trace.len()>
+                {rows.into_iter().enumerate().map(|(r, row)| {
+                    let y = r as f64 * ROW_H;
+                    view! {
+                        <text x="0" y=y + ROW_H * 0.65 class="timeline-label">{row.label}</text>
+                        {row.bars.into_iter().map(|b| view! {
+                            <rect x=LABEL + b.start * scale y=y + 3.0 width=(b.len * scale).max(0.5)
+                                height=ROW_H - 6.0 fill=b.color stroke="var(--card)" stroke-width="0.5">
+                                <title>{b.title}</title>
+                            </rect>
+                        }).collect_view()}
+                    }
+                }).collect_view()}
+                {ticks.into_iter().map(|v| {
+                    let x = LABEL + v * scale;
+                    let y = height - AXIS_H;
+                    view! {
+                        <line x1=x x2=x y1="0" y2=y + 4.0 class="timeline-grid" />
+                        <text x=x y=y + 16.0 text-anchor="middle" class="timeline-tick">{tick_label(v)}</text>
+                    }
+                }).collect_view()}
+                <text x=LABEL + (WIDTH - LABEL) / 2.0 y=height - 3.0 text-anchor="middle" class="timeline-tick">{unit}</text>
+            </svg>
+            <ul class="legend">
+                {KINDS.into_iter().enumerate().map(|(i, (name, _))| {
+                    // Classes, not inline styles: the site's CSP forbids inline styles.
+                    view! { <li><span class=format!("swatch kind{i}")></span>{name}</li> }
+                }).collect_view()}
+            </ul>
+            <details>
+                <summary>"Per kernel"</summary>
+                <div class="table-wrap">
+                    <table class="experts" data-testid="timeline-table">
+                        <thead><tr><th>"kernel"</th><th>"launches"</th><th>"GPU µs"</th><th>"kB moved"</th></tr></thead>
+                        <tbody>
+                            {sums.into_iter().map(|(name, (n, us, bytes))| view! {
+                                <tr>
+                                    <td><code>{name}</code></td>
+                                    <td class="num">{n}</td>
+                                    <td class="num">{if timed { format!("{us:.1}") } else { "—".to_owned() }}</td>
+                                    <td class="num">{format!("{:.1}", bytes as f64 / 1e3)}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            </details>
+        }
+        .into_any()
+    };
+    view! {
+        <section class="card" data-testid="kernel-timeline">
+            <h3>"Kernel timeline of the last decode step"</h3>
+            <p class="muted">
+                "One row per layer, kernels end to end in launch order; bar length is the kernel's GPU time. "
+                "Browsers may round GPU timestamps (Chrome: to about 100 µs), which makes single short kernels unreadable: then compare totals, or use the benchmark below."
+            </p>
+            {chart}
+        </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(kernel: &'static str, layer: Option<usize>, us: Option<f64>) -> KernelLaunch {
+        KernelLaunch {
+            kernel,
+            op: kernel.into(),
+            layer,
+            bytes: 1000,
+            gpu_us: us,
+        }
+    }
+
+    #[test]
+    fn ticks_are_round_and_cover_the_longest_row() {
+        assert_eq!(nice_ticks(1959.0), (500.0, 4));
+        assert_eq!(nice_ticks(48.0), (10.0, 5));
+        assert_eq!(nice_ticks(0.7), (0.2, 4));
+        assert_eq!(nice_ticks(0.0), (1.0, 1));
+        assert_eq!(nice_ticks(f64::NAN), (1.0, 1));
+    }
+
+    #[test]
+    fn rows_follow_layers_and_bars_follow_time() {
+        let trace = [
+            launch("embed", None, Some(2.0)),
+            launch("rms_norm", Some(0), Some(3.0)),
+            launch("gemv", Some(0), Some(5.0)),
+            launch("gemv", None, Some(4.0)),
+        ];
+        let (rows, timed) = layout(&trace);
+        assert!(timed);
+        let labels: Vec<_> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["embed", "layer 0", "head"]);
+        assert_eq!(rows[1].total, 8.0);
+        assert_eq!(rows[1].bars[1].start, 3.0);
+        // One kernel without a time: bars fall back to bytes.
+        let (rows, timed) = layout(&[launch("gemv", Some(0), None)]);
+        assert!(!timed);
+        assert_eq!(rows[0].total, 1000.0);
+    }
+}
