@@ -11,7 +11,9 @@ const USAGE: &str = "usage: cargo xtask <command>
   serve [--port N]   build the site (release) and serve dist/ on http://127.0.0.1:8080
   test               fmt, clippy, native tests on lavapipe, wasm build, browser end-to-end tests
   site               build the site into dist/ only
-  bench              the native kernel benchmark on this machine's GPU (JSON to stdout)";
+  bench [SUITE]      a native benchmark on this machine's GPU, JSON to stdout: decode (default:
+                     every optimization switch off, alone and all on), kernels (gemv vs copy
+                     bandwidth) or rack (the rack model's speed)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -28,7 +30,14 @@ fn main() -> ExitCode {
         }
         Some("test") => test(),
         Some("site") => setup::site_tools().and_then(|()| build_site()),
-        Some("bench") => bench(),
+        Some("bench") => match args.get(1).map(String::as_str).unwrap_or("decode") {
+            suite @ ("decode" | "kernels" | "rack") => bench(suite),
+            other => {
+                return fail(&format!(
+                    "unknown bench suite {other:?}: decode, kernels or rack"
+                ))
+            }
+        },
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::FAILURE;
@@ -180,7 +189,7 @@ fn test() -> Result<(), String> {
     run("node", &["--test", "--test-concurrency=1", "tests/e2e/"])
 }
 
-fn bench() -> Result<(), String> {
+fn bench(suite: &str) -> Result<(), String> {
     let xdg = std::env::temp_dir().join("moescope-xdg");
     std::fs::create_dir_all(&xdg).map_err(|e| e.to_string())?;
     run_env(
@@ -194,7 +203,7 @@ fn bench() -> Result<(), String> {
             "moescope",
             "--",
             "bench",
-            "kernels",
+            suite,
             "--json",
         ],
         &[("XDG_RUNTIME_DIR", path_str(&xdg)?)],
