@@ -129,3 +129,56 @@ fn bad_arguments_fail_with_a_message_not_a_panic() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("temperature"));
 }
+
+#[test]
+fn an_unknown_optimization_is_refused_with_the_allowed_names() {
+    let out = moescope(&["generate", "--prompt", "x", "--tokens", "1", "--opt", "pdl"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\"pdl\""), "{err}");
+    assert!(err.contains("fuse_moe_dispatch_combine"), "{err}");
+}
+
+/// Greedy tokens on the GPU are the same whatever `--opt` says (or the run reports the near tie),
+/// and the JSON reports which switches chose the kernels. Needs an adapter: lavapipe in CI.
+#[test]
+fn gpu_greedy_tokens_do_not_depend_on_the_optimizations() {
+    if !moescope(&["adapter"]).status.success() {
+        assert_ne!(
+            std::env::var("MOESCOPE_REQUIRE_GPU").as_deref(),
+            Ok("1"),
+            "MOESCOPE_REQUIRE_GPU=1 but `moescope adapter` finds no GPU"
+        );
+        eprintln!("SKIPPED: no GPU adapter");
+        return;
+    }
+    let run = |opt: &str| {
+        let out = moescope(&[
+            "generate", "--prompt", "Routing", "--tokens", "12", "--opt", opt, "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON")
+    };
+    let none = run("none");
+    assert_eq!(none["optimizations"]["recorded_submission"], false);
+    assert_eq!(none["kernels_per_step"], 144.0);
+    for opt in ["all", "split_k_attention,fuse_moe_dispatch_combine"] {
+        let v = run(opt);
+        let ties = v["near_ties"].as_array().map_or(0, Vec::len);
+        assert!(
+            v["tokens"] == none["tokens"] || ties > 0,
+            "--opt {opt}: {} vs {}",
+            v["tokens"],
+            none["tokens"]
+        );
+        assert!(v["kernels_per_step"].as_f64() < none["kernels_per_step"].as_f64());
+    }
+    let all = run("all");
+    assert_eq!(all["optimizations"]["fuse_gate_up_swiglu"], true);
+    assert_eq!(all["submissions_per_step"], 1.0);
+    assert_eq!(all["kernel_counts"]["moe_dispatch"], 3);
+}

@@ -12,7 +12,7 @@ fn describe(name: &str) -> &'static str {
         "fuse_residual_rmsnorm" => "residual add and the next RMSNorm in one kernel",
         "split_k_attention" => "attention split over 64-position chunks, then a reduction (flash decoding)",
         "fuse_moe_route" => "router logits, sigmoid and top-k in one kernel",
-        "fuse_moe_dispatch_combine" => "routing stays on the GPU: token records with their metadata, one launch per expert projection for all experts, combine in the output pass",
+        "fuse_moe_dispatch_combine" => "routing stays on the GPU: each token's activation travels in one record with its expert id, gate and scale (16 bytes of metadata per 1 kB: 1.6%, where LL128 spends 8 flag bytes per 128, 6.25%), one launch per expert projection for all experts, combine in the output pass",
         "fuse_mla_copy_concat" => "projections write straight into the layouts attention reads: no copy or concat kernels",
         "recorded_submission" => "all kernels of a step in one command buffer instead of one queue submission each",
         _ => "",
