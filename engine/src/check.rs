@@ -174,6 +174,44 @@ pub mod tolerances {
         }
     }
 
+    /// gate_up_swiglu: silu(g)·u of two gemv rows, compared with
+    /// `scale = 1.1·Σ|wg·x|·|u| + |silu(g)|·Σ|wu·x| + |silu(g)·u|`: each dot product carries the
+    /// gemv bound, silu's slope is below 1.1, and exp, the division and the product add a few
+    /// roundings (Vulkan's exp: 3 ulp + 2 for the rest).
+    pub fn swiglu_f32(k: usize, lanes: u32) -> Tolerance {
+        Tolerance {
+            why: "the gemv bound through silu's slope, plus exp (3 ulp) and 2 roundings",
+            rel: gemv_f32(k, lanes).rel + 5.0 * U,
+            abs: 0.0,
+        }
+    }
+
+    /// qkv_rope_scale: a gemv row, rotated with its pair by an f32 cos/sin and scaled, compared
+    /// with `scale = s·(Σ|w_a·x| + Σ|w_b·x|)` over the pair (s the softmax scale): the gemv
+    /// bound of each row, the table's rounding (1 ulp each) and 3 roundings of the rotation.
+    pub fn rope_epilogue_f32(k: usize) -> Tolerance {
+        Tolerance {
+            why: "the gemv bound of both rows of a pair, plus cos/sin rounding and 3 roundings",
+            rel: gemv_f32(k, 16).rel + 5.0 * U,
+            abs: 0.0,
+        }
+    }
+
+    /// Split-K attention against the f64 reference, compared with `scale = Σ_s p_s·|v_s|`.
+    ///
+    /// Not a proven bound: a score's error (γ_row·Σ|q·k|) moves its probability by a relative
+    /// amount of the same order, exp adds 3 ulp, and the merge of chunks rescales by e^(m_j−M).
+    /// With row 80 and scores of order 1 that is a few 1e-6 relative; 1e-4 leaves room for the
+    /// 3 levels of summation while a wrong mask, a dropped chunk or a bad merge weight moves the
+    /// output by O(0.1–1).
+    pub fn split_k_attention() -> Tolerance {
+        Tolerance {
+            why: "score rounding through softmax and the chunk merge: empirical, ~30x measured",
+            rel: 1e-4,
+            abs: 1e-6,
+        }
+    }
+
     /// Logits of the whole model on the GPU against the f64-accumulating reference.
     ///
     /// Not a proven bound: the error compounds through 4 layers of f32 GEMVs (K ≤ 768), the
