@@ -97,7 +97,7 @@ fn gemv_scatters_rows_into_an_interleaved_layout_and_nowhere_else() {
     let x = uniform_f32(4, t * k, 1.0);
     let w_buf = storage_buffer(&ctx, "w", &w).unwrap();
     let x_buf = storage_buffer(&ctx, "x", &x).unwrap();
-    let y_buf = storage_buffer(&ctx, "y", &vec![f32::NAN; 40]).unwrap();
+    let y_buf = storage_buffer(&ctx, "y", &[f32::NAN; 40]).unwrap();
     let shape = GemvShape::new(m as u32, k as u32);
     let layout = GemvLayout {
         y_stride: 20,
@@ -109,7 +109,7 @@ fn gemv_scatters_rows_into_an_interleaved_layout_and_nowhere_else() {
     let got = run(&ctx, &y_buf, |pass| {
         gemv::dispatch_layout(&ctx, pass, [&w_buf, &x_buf, &y_buf, &x_buf], shape, layout).unwrap();
     });
-    let mut written = vec![false; 40];
+    let mut written = [false; 40];
     for tok in 0..t {
         let xt = &x[tok * k..(tok + 1) * k];
         let want = reference::gemv(&w, xt, m, k);
