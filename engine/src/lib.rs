@@ -8,5 +8,6 @@ pub mod gpu;
 pub mod kernels;
 pub mod model;
 pub mod plan;
+pub mod quant;
 pub mod rack;
 pub mod rng;
