@@ -476,7 +476,7 @@ impl Step<'_> {
         out: &wgpu::Buffer,
         rows: u32,
     ) -> Result<(), ModelError> {
-        let (ctx, s) = (self.ctx, self.s);
+        let s = self.s;
         let (d, inter) = (self.c.hidden as u32, f.inter);
         let shape = GemvShape::new(inter, d);
         let input = GemvLayout {
@@ -490,9 +490,7 @@ impl Step<'_> {
             ..GemvLayout::rows(shape, rows)
         };
         let buffers = [&f.w_down, &s.act, out, &s.act];
-        self.e.run("gemv", &format!("{op}.w_down"), |pass| {
-            gemv::dispatch_layout(ctx, pass, buffers, shape, layout)
-        })
+        self.linear_layout(&format!("{op}.w_down"), buffers, shape, layout)
     }
 
     /// `act = silu(gate) ⊙ up` for the rows `layout` names (`[x, meta]` as gemv's), fused or as
