@@ -12,11 +12,12 @@
 //! | mxfp4 (OCP MX) | E2M1 | 1×32 along a row | E8M0 = 2^(⌊log2 amax⌋ − 2) |
 //!
 //! Blocks at the right or bottom edge may be partial; their scale covers what they hold.
-//! Packing (for the GPU, next): codes little-endian in u32 words, element i of a row in bits
-//! `bits·(i mod (32/bits))` of word `i / (32/bits)`.
+//! Packing for the GPU (`pack`): codes little-endian in u32 words, element i of a row in bits
+//! `bits·(i mod (32/bits))` of the row's word `i / (32/bits)`, each row starting on a new word.
 
 pub mod block;
 pub mod minifloat;
+pub mod pack;
 
 pub use block::{dequantize, quantize, Quantized};
 
