@@ -23,5 +23,13 @@ pub fn dispatch(
     shape: GemvShape,
     layout: GemvLayout,
 ) -> Result<u64, KernelError> {
+    // The shader writes each token's row contiguously: an interleaved layout would be ignored.
+    if layout.seg != shape.m {
+        return Err(KernelError::Shape {
+            what: "gate_up_swiglu output segment (rows are written whole)",
+            expected: shape.m.into(),
+            got: layout.seg.into(),
+        });
+    }
     gemv::record(ctx, pass, SHADER, buffers, shape, layout, 2)
 }

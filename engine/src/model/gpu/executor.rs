@@ -135,11 +135,21 @@ impl<'a> Executor<'a> {
 
     /// Submits the rest and, when profiling, reads each kernel's GPU time into the trace.
     pub async fn finish(mut self) -> Result<super::StepTrace, ModelError> {
+        if let Some(profiler) = self.profiler.as_deref() {
+            self.pass = None;
+            match &mut self.encoder {
+                // Recorded: the resolve rides in the step's last command buffer.
+                Some(encoder) => profiler.resolve(encoder),
+                // Eager: everything is submitted; the resolve is not a kernel submission.
+                None => {
+                    let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+                    profiler.resolve(&mut encoder);
+                    self.ctx.queue.submit([encoder.finish()]);
+                }
+            }
+        }
         self.flush();
         if let Some(profiler) = self.profiler.take() {
-            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-            profiler.resolve(&mut encoder);
-            self.ctx.queue.submit([encoder.finish()]);
             let report = profiler.read(self.ctx).await?;
             for (launch, pass) in self.trace.iter_mut().zip(&report.passes) {
                 launch.gpu_us = Some(pass.gpu_ns / 1e3);

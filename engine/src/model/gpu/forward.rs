@@ -92,7 +92,6 @@ impl GpuModel {
                 (&r.scores, 4 * u64::from(t) * n_e),
             ]);
         }
-        step.e.flush();
         let trace = step.e.finish().await?;
         let data = read_back_many(ctx, &reads).await?;
         let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&data[0]);
