@@ -133,7 +133,8 @@ pub fn KernelTimeline(
         } else {
             "bytes per layer (kB) — no GPU timer here"
         };
-        let ticks: Vec<f64> = (0..=4).map(|i| max * f64::from(i) / 4.0).collect();
+        // One tick per round step: 0, step, 2·step, … up to the axis end.
+        let ticks: Vec<f64> = (0..=ticks).map(|i| max * i as f64 / ticks as f64).collect();
         let tick_label = move |v: f64| {
             if timed {
                 format!("{v:.0}")
