@@ -2,10 +2,11 @@
 // up projections and its activation in one kernel (TensorRT-LLM's "FC13 + SwiGLU"): x is staged
 // once and both rows are streamed together, and neither projection is written to memory.
 //
-// The matrix of expert e is [2M, K]: the M gate rows, then the M up rows (uploaded that way).
+// Expert e has two [M, K] matrices in the layout of weights.wgsl (prepended to this file): the
+// gate matrix at its start, the up matrix up_offset chunks further on.
 // Grid, tiling, lanes and the layout fields are those of gemv.wgsl (see there): one workgroup
 // computes 256 / LANES output rows of one token z; grouped experts read their id from route_meta.
-// Constraints: K % 4 == 0, M ≥ 1.
+// Constraints: K a multiple of a chunk's elements, M ≥ 1.
 
 override LANES: u32 = 32u;
 const WORKGROUP: u32 = 256u;
@@ -25,13 +26,13 @@ struct GemvParams {
     y_offset: u32,
     seg: u32,
     seg_stride: u32,
-    _pad0: u32,
+    up_offset: u32,
     _pad1: u32,
     _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: GemvParams;
-@group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;        // [experts][2M, K/4]
+@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;        // [experts] gate, up matrices
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;        // [T] rows of K/4
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;        // [T] rows of M
 @group(0) @binding(4) var<storage, read> route_meta: array<u32>;           // [T] records (grouped)
@@ -55,8 +56,8 @@ fn gate_up_swiglu(
         expert = route_meta[z * params.meta_stride];
     }
     let live = row < params.m && expert < params.experts;
-    let gate_base = params.w_offset + expert * params.expert_stride + row * k4;
-    let up_base = gate_base + params.m * k4;
+    let gate = params.w_offset + expert * params.expert_stride;
+    let up = gate + params.up_offset;
     let x_base = params.x_offset + z * params.x_stride;
 
     var acc_gate = 0.0;
@@ -68,10 +69,10 @@ fn gate_up_swiglu(
         }
         workgroupBarrier();
         if (live) {
-            for (var i = lane; i < tile_len; i += LANES) {
-                let xv = x_tile[i];
-                acc_gate += dot(w[gate_base + t0 + i], xv);
-                acc_up += dot(w[up_base + t0 + i], xv);
+            for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
+                let c = t0 / CHUNK_X4 + i;
+                acc_gate += weight_chunk_dot(gate, params.m, params.k, row, c, i * CHUNK_X4);
+                acc_up += weight_chunk_dot(up, params.m, params.k, row, c, i * CHUNK_X4);
             }
         }
         workgroupBarrier();

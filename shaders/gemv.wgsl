@@ -1,15 +1,16 @@
-// gemv: y[z] = W[e(z)] · x[z] for each of T rows z of x, row-major f32 weights, f32 accumulation.
+// gemv: y[z] = W[e(z)] · x[z] for each of T rows z of x, weights in any format of weights.wgsl
+// (prepended to this file), f32 accumulation.
 // T = 1 is a decode GEMV; T > 1 is prefill (each workgroup still streams its rows of W once per
 // token, which is cheap at the sandbox's size and keeps one kernel for every projection).
 //
 // One workgroup of 256 invocations computes ROWS = 256 / LANES consecutive rows of one token
 // (grid z = token); LANES lanes share a row and read it as vec4s, so each row is streamed in
-// coalesced runs of LANES·16 bytes. x is staged in workgroup memory one tile of TILE_K4 vec4s at a
+// coalesced runs of LANES·16 bytes (one 16-byte chunk per lane: 4 f32 weights, or 32 FP4 ones). x is staged in workgroup memory one tile of TILE_K4 vec4s at a
 // time and read by all ROWS rows from there. Each lane keeps one partial sum; a row's partials
 // are reduced in shared memory.
 //
-// Layout (GemvParams): W starts at w_offset (vec4s). Grouped experts (expert_stride > 0): W holds
-// `experts` matrices expert_stride vec4s apart, and token z uses the one named by
+// Layout (GemvParams): W starts at chunk w_offset. Grouped experts (expert_stride > 0): W holds
+// `experts` matrices expert_stride chunks apart, and token z uses the one named by
 // route_meta[z·meta_stride] (a dispatch record's expert id). x row z starts at x_offset + z·x_stride
 // (vec4s). Output row m of token z goes to y[y_offset + z·y_stride + (m / seg)·seg_stride + m % seg]:
 // seg = M is a plain row; a smaller seg scatters the row into an interleaved layout (MLA writes
@@ -18,7 +19,7 @@
 // LANES (override; a power of two from 32 to 256, default 32) trades x reuse (more rows per
 // workgroup) against the address range that resident workgroups stream at once (fewer rows).
 //
-// Constraints: K % 4 == 0 (vec4 rows), M ≥ 1. The grid is 2D over rows (see kernels::grid_2d):
+// Constraints: K a multiple of a chunk's elements (4 for f32, 32 for FP4), M ≥ 1. The grid is 2D over rows (see kernels::grid_2d):
 // the workgroup index is wg.x + wg.y · num_workgroups.x, and rows past M are skipped.
 
 override LANES: u32 = 32u;
@@ -39,13 +40,13 @@ struct GemvParams {
     y_offset: u32,
     seg: u32,
     seg_stride: u32,
-    _pad0: u32,
+    up_offset: u32,
     _pad1: u32,
     _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: GemvParams;
-@group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;        // [experts][M, K/4]
+@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;        // [experts] matrices (weights.wgsl)
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;        // [T] rows of K/4
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;        // [T] rows of M
 @group(0) @binding(4) var<storage, read> route_meta: array<u32>;           // [T] records (grouped)
@@ -70,7 +71,7 @@ fn gemv(
     // An expert id out of range (never written by our router) computes nothing rather than
     // reading another buffer's bytes.
     let live = row < params.m && expert < params.experts;
-    let row_base = params.w_offset + expert * params.expert_stride + row * k4;
+    let matrix = params.w_offset + expert * params.expert_stride;
     let x_base = params.x_offset + z * params.x_stride;
 
     var acc = 0.0;
@@ -81,8 +82,8 @@ fn gemv(
         }
         workgroupBarrier();
         if (live) {
-            for (var i = lane; i < tile_len; i += LANES) {
-                acc += dot(w[row_base + t0 + i], x_tile[i]);
+            for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
+                acc += weight_chunk_dot(matrix, params.m, params.k, row, t0 / CHUNK_X4 + i, i * CHUNK_X4);
             }
         }
         // Nobody overwrites the tile before every row has read it.

@@ -11,7 +11,7 @@
 // the output is already the concatenated layout attention reads; the latent KV projection
 // rotates only its trailing k_rope rows (one period).
 //
-// Constraints (checked at dispatch): K % 4 == 0, rope_from and rope_period multiples of 16, and
+// Constraints (checked at dispatch): K a multiple of a chunk's elements (weights.wgsl), rope_from and rope_period multiples of 16, and
 // rope_dim even and dividing 16, so that every rotated pair lies inside one workgroup's rows.
 // cos/sin come from the host's f64 table, as in rope.wgsl.
 
@@ -36,7 +36,7 @@ struct QkvRopeScaleParams {
 }
 
 @group(0) @binding(0) var<uniform> params: QkvRopeScaleParams;
-@group(0) @binding(1) var<storage, read> w: array<vec4<f32>>;          // [M, K/4]
+@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;          // [M, K] (weights.wgsl)
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;          // [T] rows of x_stride vec4s
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;          // [T] rows of y_stride
 @group(0) @binding(4) var<storage, read> cos_sin: array<vec2<f32>>;    // [max_seq, rope_dim/2]
@@ -65,8 +65,8 @@ fn qkv_rope_scale(
         }
         workgroupBarrier();
         if (row < params.m) {
-            for (var i = lane; i < tile_len; i += LANES) {
-                acc += dot(w[row * k4 + t0 + i], x_tile[i]);
+            for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
+                acc += weight_chunk_dot(0u, params.m, params.k, row, t0 / CHUNK_X4 + i, i * CHUNK_X4);
             }
         }
         workgroupBarrier();

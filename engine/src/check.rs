@@ -155,6 +155,7 @@ mod tests {
 /// The tolerance table: one entry per kernel, each with its reason.
 pub mod tolerances {
     use super::Tolerance;
+    use crate::quant::Format;
 
     /// f32 unit roundoff.
     const U: f64 = 1.0 / (1u64 << 24) as f64;
@@ -174,14 +175,44 @@ pub mod tolerances {
         }
     }
 
+    /// gemv with weights in `format`, against the reference on the dequantized weights. As
+    /// `gemv_f32`, for the kernel's order: per chunk of E elements 1 product, 3 adds in a `dot`
+    /// and E/4 − 1 adds between dots; with block scales 2 more (the multiply by the scale, and
+    /// the reference's own rounding of code × scale); ⌈K/(E·lanes)⌉ adds into the lane's
+    /// accumulator and log2(lanes) in the tree.
+    pub fn gemv_quantized(format: Format, k: usize, lanes: u32) -> Tolerance {
+        if format == Format::F32 {
+            return gemv_f32(k, lanes);
+        }
+        let lanes = lanes.max(1);
+        let e = crate::quant::matrix::elements_per_chunk(format);
+        let scaled = !matches!(format, Format::F16 | Format::Bf16);
+        let n = 1
+            + 3
+            + (e / 4 - 1)
+            + if scaled { 2 } else { 0 }
+            + k.div_ceil(e * lanes as usize)
+            + lanes.ilog2() as usize;
+        Tolerance {
+            abs: 0.0,
+            rel: n as f64 * U / (1.0 - n as f64 * U),
+            why: "forward error bound γ_n·Σ|w·x| of the quantized kernel's summation order",
+        }
+    }
+
     /// gate_up_swiglu: silu(g)·u of two gemv rows, compared with
     /// `scale = 1.1·Σ|wg·x|·|u| + |silu(g)|·Σ|wu·x| + |silu(g)·u|`: each dot product carries the
     /// gemv bound, silu's slope is below 1.1, and exp, the division and the product add a few
     /// roundings (Vulkan's exp: 3 ulp + 2 for the rest).
     pub fn swiglu_f32(k: usize, lanes: u32) -> Tolerance {
+        swiglu_quantized(Format::F32, k, lanes)
+    }
+
+    /// `swiglu_f32` with both matrices in `format` (the `gemv_quantized` bound).
+    pub fn swiglu_quantized(format: Format, k: usize, lanes: u32) -> Tolerance {
         Tolerance {
             why: "the gemv bound through silu's slope, plus exp (3 ulp) and 2 roundings",
-            rel: gemv_f32(k, lanes).rel + 5.0 * U,
+            rel: gemv_quantized(format, k, lanes).rel + 5.0 * U,
             abs: 0.0,
         }
     }
@@ -190,9 +221,14 @@ pub mod tolerances {
     /// with `scale = s·(Σ|w_a·x| + Σ|w_b·x|)` over the pair (s the softmax scale): the gemv
     /// bound of each row, the table's rounding (1 ulp each) and 3 roundings of the rotation.
     pub fn rope_epilogue_f32(k: usize) -> Tolerance {
+        rope_epilogue_quantized(Format::F32, k)
+    }
+
+    /// `rope_epilogue_f32` with the weights in `format` (the `gemv_quantized` bound).
+    pub fn rope_epilogue_quantized(format: Format, k: usize) -> Tolerance {
         Tolerance {
             why: "the gemv bound of both rows of a pair, plus cos/sin rounding and 3 roundings",
-            rel: gemv_f32(k, 16).rel + 5.0 * U,
+            rel: gemv_quantized(format, k, 16).rel + 5.0 * U,
             abs: 0.0,
         }
     }

@@ -106,19 +106,19 @@ test('the sandbox generates on WebGPU; flipping the switches changes the kernels
     const fusedText = await page.getByTestId('gen-output').innerText();
     await screenshot(page, 'sandbox-generated');
 
-    // The eager baseline: the same tokens, 144 kernels, one submission each.
+    // The eager baseline: the same tokens, 140 kernels, one submission each.
     await page.getByTestId('opt-none').click();
     assert.equal(await page.getByTestId('opt-recorded_submission').isChecked(), false);
     await generate(page, 4);
     stats = await page.getByTestId('gen-stats').innerText();
-    assert.match(stats, /144 kernels in 144 queue submissions per step/);
-    assert.equal(await page.getByTestId('timeline-svg').getAttribute('data-kernels'), '144');
+    assert.match(stats, /140 kernels in 140 queue submissions per step/);
+    assert.equal(await page.getByTestId('timeline-svg').getAttribute('data-kernels'), '140');
     assert.equal(await page.getByTestId('gen-output').innerText(), fusedText);
 
     // One switch alone: split-K attention swaps 3 attention kernels for 2 in each of 4 layers.
     await page.getByTestId('opt-split_k_attention').check();
     await generate(page, 2);
-    assert.match(await page.getByTestId('gen-stats').innerText(), /140 kernels in 140 queue submissions/);
+    assert.match(await page.getByTestId('gen-stats').innerText(), /136 kernels in 136 queue submissions/);
     await page.getByTestId('kernel-timeline').screenshot({ path: `${outputDir}/timeline-split-k.png` });
     assert.deepEqual(problems, []);
   });
@@ -140,7 +140,7 @@ test('the switch benchmark runs every variant on WebGPU with the same logits', a
     const cells = async (variant) => page.locator(`[data-testid=bench-row][data-variant=${variant}] td`).allInnerTexts();
     const none = await cells('none');
     const all = await cells('all');
-    assert.equal(none[3], '144');
+    assert.equal(none[3], '140');
     assert.equal(all[3], '66');
     assert.equal(all[4], '1');
     // Every variant's logits agree with the baseline's far inside the model tolerance.

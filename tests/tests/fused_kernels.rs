@@ -8,6 +8,7 @@ use moescope_engine::gpu::{read_back, storage_buffer, storage_zeroed, GpuContext
 use moescope_engine::kernels::gemv::{self, GemvLayout, GemvShape};
 use moescope_engine::kernels::{gate_up_swiglu, mla_split_k, qkv_rope_scale, rope};
 use moescope_engine::model::reference;
+use moescope_engine::quant::Format::F32;
 use moescope_engine::rng::uniform_f32;
 use moescope_tests::gpu;
 
@@ -215,7 +216,7 @@ fn qkv_rope_scale_matches_projection_then_rope_then_scale() {
         _pad: [0; 2],
     };
     let got = run(&ctx, &y_buf, |pass| {
-        qkv_rope_scale::dispatch(&ctx, pass, [&w_buf, &x_buf, &y_buf, &cs_buf], p).unwrap();
+        qkv_rope_scale::dispatch(&ctx, pass, [&w_buf, &x_buf, &y_buf, &cs_buf], p, F32).unwrap();
     });
     for tok in 0..t {
         let xt = &x[tok * k..(tok + 1) * k];
@@ -249,7 +250,8 @@ fn qkv_rope_scale_matches_projection_then_rope_then_scale() {
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
     let mut pass = encoder.begin_compute_pass(&Default::default());
     assert!(
-        qkv_rope_scale::dispatch(&ctx, &mut pass, [&w_buf, &x_buf, &y_buf, &cs_buf], bad).is_err()
+        qkv_rope_scale::dispatch(&ctx, &mut pass, [&w_buf, &x_buf, &y_buf, &cs_buf], bad, F32)
+            .is_err()
     );
 }
 

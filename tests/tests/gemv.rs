@@ -39,7 +39,10 @@ fn run_gemv_lanes(
             &w_buf,
             &x_buf,
             &y_buf,
-            gemv::GemvShape { m, k, lanes },
+            gemv::GemvShape {
+                lanes,
+                ..gemv::GemvShape::new(m, k)
+            },
         )?;
     }
     ctx.queue.submit([encoder.finish()]);

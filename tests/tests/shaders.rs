@@ -1,5 +1,7 @@
 //! Every WGSL file parses and validates with naga, the compiler wgpu itself uses, so a shader
-//! error fails here with its line and message rather than as a device error at run time.
+//! error fails here with its line and message rather than as a device error at run time. A
+//! kernel that streams weights is validated as the engine compiles it: after
+//! shaders/include/weights.wgsl.
 
 use std::path::Path;
 
@@ -12,12 +14,20 @@ fn every_shader_parses_and_validates() {
         if path.extension().and_then(|e| e.to_str()) != Some("wgsl") {
             continue;
         }
-        let source = std::fs::read_to_string(&path).expect("readable shader");
+        let mut source = std::fs::read_to_string(&path).expect("readable shader");
+        if source.contains("weight_chunk_dot(") {
+            source = std::fs::read_to_string(dir.join("include/weights.wgsl"))
+                .expect("readable weights.wgsl")
+                + &source;
+        }
         let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));
         naga::valid::Validator::new(
             naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
+            // unpack2x16float (the f16 weights) is core WGSL; naga files it under this
+            // capability, which wgpu grants wherever the downlevel flag SHADER_F16_IN_F32 holds
+            // (every WebGPU and Vulkan adapter).
+            naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32,
         )
         .validate(&module)
         .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));

@@ -11,6 +11,7 @@ use crate::check::{compare_scaled, tolerances, Comparison, Tolerance};
 use crate::gpu::{read_back, storage_buffer, storage_zeroed, GpuContext, Profiler, TimingSource};
 use crate::kernels::{copy_vec4, gemv, KernelError};
 use crate::model::reference;
+use crate::quant::{self, Format};
 use crate::rng::uniform_f32;
 
 /// How long one kernel took, and how that was measured.
@@ -33,22 +34,36 @@ pub struct GemvCheck {
     pub k: u32,
     /// Invocations per row (the shader's `LANES`).
     pub lanes: u32,
+    /// The weight format; the reference multiplies by the same weights dequantized.
+    pub format: Format,
     pub tolerance: Tolerance,
     pub comparison: Comparison,
     pub passed: bool,
     pub time: KernelTime,
 }
 
-/// The bandwidth benchmark: gemv against a plain vec4 copy of the same size, in one run.
+/// The bandwidth benchmark: gemv in every weight format against a plain vec4 copy, in one run.
 #[derive(Clone, Debug, Serialize)]
 pub struct BandwidthReport {
     pub adapter: crate::gpu::AdapterReport,
     pub buffer_mib: u64,
     pub copy_vec4: KernelTime,
-    /// One entry per `LANES` variant, all on the same matrix.
+    /// The f32 gemv, one entry per `LANES` variant, all on the same matrix.
     pub gemv: Vec<GemvCheck>,
-    /// The fastest variant's GB/s over copy GB/s.
+    /// The fastest f32 variant's GB/s over copy GB/s.
     pub best_gemv_over_copy: f64,
+    /// Every weight format at its fastest `LANES`, each matrix about `buffer_mib` of packed
+    /// weights (scales included); GB/s counts the bytes the format really streams.
+    pub formats: Vec<FormatBandwidth>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FormatBandwidth {
+    pub format: Format,
+    /// The fastest variant, checked and timed.
+    pub best: GemvCheck,
+    /// Its GB/s over the copy's.
+    pub over_copy: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -111,7 +126,7 @@ async fn time_passes(
     })
 }
 
-/// gemv on seeded data of shape `[m, k]` with the default lanes: checked once against the
+/// gemv on seeded f32 data of shape `[m, k]` with the default lanes: checked once against the
 /// reference, then timed.
 pub async fn gemv_check(
     ctx: &GpuContext,
@@ -119,35 +134,57 @@ pub async fn gemv_check(
     k: u32,
     iterations: u32,
 ) -> Result<GemvCheck, KernelError> {
-    Ok(gemv_variants(ctx, m, k, &[gemv::DEFAULT_LANES], iterations)
+    let shape = gemv::GemvShape::new(m, k);
+    Ok(gemv_variants(ctx, shape, &[shape.lanes], iterations)
         .await?
         .remove(0))
 }
 
-/// gemv on one seeded `[m, k]` matrix for each `lanes` variant, each checked and timed.
+/// Rows of seeded weights a benchmark matrix repeats (whole FP8 blocks, whole scale words): the
+/// reference and the quantizer only see this tile, however large the matrix.
+const TILE_ROWS: u32 = 256;
+
+/// gemv on one seeded `[m, k]` matrix of `shape.format` for each `lanes` variant, each checked
+/// against the reference on the dequantized weights and timed. A matrix of more than
+/// `TILE_ROWS` rows (a multiple of it) repeats its first `TILE_ROWS` rows.
 pub async fn gemv_variants(
     ctx: &GpuContext,
-    m: u32,
-    k: u32,
+    shape: gemv::GemvShape,
     lanes: &[u32],
     iterations: u32,
 ) -> Result<Vec<GemvCheck>, KernelError> {
-    let (mu, ku) = (m as usize, k as usize);
-    let w = uniform_f32(1, mu * ku, 1.0);
+    let (m, k, format) = (shape.m, shape.k, shape.format);
+    let tile = if m > TILE_ROWS && m.is_multiple_of(TILE_ROWS) {
+        TILE_ROWS
+    } else {
+        m
+    };
+    let (tu, ku) = (tile as usize, k as usize);
+    gemv::check_format_k("gemv K (whole chunks of the weight format)", format, k)?;
+    let w = uniform_f32(1, tu * ku, 1.0);
     let x = uniform_f32(2, ku, 1.0);
-    let w_buf = storage_buffer(ctx, "gemv w", &w)?;
+    let packed = quant::matrix::encode_repeated(format, &w, tu, ku, (m / tile) as usize)?;
+    let w_buf = storage_buffer(ctx, "gemv w", &packed)?;
+    drop(packed);
     let x_buf = storage_buffer(ctx, "gemv x", &x)?;
     let y_buf = storage_zeroed(ctx, "gemv y", u64::from(m) * 4)?;
-    let want = reference::gemv(&w, &x, mu, ku);
-    let scale = reference::gemv_magnitude(&w, &x, mu, ku);
-    drop(w);
+    let deq = quant::dequantize(&quant::quantize(format, &w, tu, ku));
+    let want_tile = reference::gemv(&deq, &x, tu, ku);
+    let scale_tile = reference::gemv_magnitude(&deq, &x, tu, ku);
+    let want: Vec<f32> = want_tile.iter().copied().cycle().take(m as usize).collect();
+    let scale: Vec<f64> = scale_tile
+        .iter()
+        .copied()
+        .cycle()
+        .take(m as usize)
+        .collect();
     let mut out = Vec::with_capacity(lanes.len());
     for &lanes in lanes {
         out.push(
             gemv_variant(
                 ctx,
                 [&w_buf, &x_buf, &y_buf],
-                gemv::GemvShape { m, k, lanes },
+                gemv::GemvShape { lanes, ..shape },
                 &want,
                 &scale,
                 iterations,
@@ -166,7 +203,12 @@ async fn gemv_variant(
     scale: &[f64],
     iterations: u32,
 ) -> Result<GemvCheck, KernelError> {
-    let gemv::GemvShape { m, k, lanes } = shape;
+    let gemv::GemvShape {
+        m,
+        k,
+        lanes,
+        format,
+    } = shape;
     let mu = m as usize;
     let clear = vec![f32::NAN; mu];
     ctx.queue
@@ -179,10 +221,10 @@ async fn gemv_variant(
     }
     ctx.queue.submit([encoder.finish()]);
     let got: Vec<f32> = read_back(ctx, y_buf).await?;
-    let tolerance = tolerances::gemv_f32(k as usize, lanes);
+    let tolerance = tolerances::gemv_quantized(format, k as usize, lanes);
     let comparison = compare_scaled(&got[..mu], want, scale, tolerance);
 
-    let bytes = gemv::bytes_moved(m.into(), k.into());
+    let bytes = gemv::bytes_moved(shape);
     let time = time_passes(ctx, "gemv", iterations, bytes, &|pass| {
         gemv::dispatch(ctx, pass, w_buf, x_buf, y_buf, shape).map(|_| ())
     })
@@ -191,6 +233,7 @@ async fn gemv_variant(
         m,
         k,
         lanes,
+        format,
         tolerance,
         passed: comparison.passed(),
         comparison,
@@ -198,7 +241,8 @@ async fn gemv_variant(
     })
 }
 
-/// The copy and the gemv over buffers of about `buffer_mib` MiB each, timed in one run.
+/// The copy and the gemv over buffers of about `buffer_mib` MiB each, timed in one run: the f32
+/// gemv at every `LANES`, then every weight format at every `LANES` (its best kept).
 pub async fn bandwidth(
     ctx: &GpuContext,
     buffer_mib: u64,
@@ -218,19 +262,40 @@ pub async fn bandwidth(
     .await?;
     drop((src, dst));
 
-    // Rows of 8192 f32 (32 KiB): long enough that every lane streams many vec4s.
+    // Rows of 8192 weights: long enough that every lane streams many chunks, even in FP4.
     let k: u32 = 8192;
-    let m = u32::try_from(bytes / (4 * u64::from(k)))
-        .unwrap_or(u32::MAX)
-        .max(1);
-    let gemv = gemv_variants(ctx, m, k, &gemv::LANE_CHOICES, iterations).await?;
+    let rows_for = |format: Format| {
+        let row_bytes = quant::matrix::matrix_bytes(format, TILE_ROWS as usize, k as usize)
+            / u64::from(TILE_ROWS);
+        let m = (bytes / row_bytes.max(1)) as u32;
+        (m / TILE_ROWS).max(1) * TILE_ROWS
+    };
+    let f32_shape = gemv::GemvShape::new(rows_for(Format::F32), k);
+    let gemv = gemv_variants(ctx, f32_shape, &gemv::LANE_CHOICES, iterations).await?;
     let best = gemv.iter().map(|g| g.time.gb_per_s).fold(0.0, f64::max);
+    let mut formats = Vec::with_capacity(Format::ALL.len());
+    for format in Format::ALL {
+        let shape = gemv::GemvShape::new(rows_for(format), k).with_format(format);
+        let variants = gemv_variants(ctx, shape, &gemv::LANE_CHOICES, iterations).await?;
+        let Some(best) = variants
+            .into_iter()
+            .max_by(|a, b| a.time.gb_per_s.total_cmp(&b.time.gb_per_s))
+        else {
+            continue;
+        };
+        formats.push(FormatBandwidth {
+            format,
+            over_copy: best.time.gb_per_s / copy.gb_per_s,
+            best,
+        });
+    }
     Ok(BandwidthReport {
         adapter: ctx.adapter.clone(),
         buffer_mib,
         best_gemv_over_copy: best / copy.gb_per_s,
         copy_vec4: copy,
         gemv,
+        formats,
     })
 }
 

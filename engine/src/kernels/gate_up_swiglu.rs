@@ -1,6 +1,7 @@
 //! gate_up_swiglu: `y[z] = silu(Wg·x[z]) ⊙ (Wu·x[z])`, SwiGLU's two projections and activation in
-//! one kernel ("FC13 + SwiGLU"). Each matrix is stored `[2M, K]`, gate rows then up rows; the
-//! layout (offsets, strides, grouped experts) is gemv's `GemvLayout`. Constraints: `K % 4 == 0`.
+//! one kernel ("FC13 + SwiGLU"). Each expert stores its `[M, K]` gate matrix, then its up matrix
+//! (`quant::matrix` layout, any weight format); the layout (offsets, strides, grouped experts) is
+//! gemv's `GemvLayout`. Constraints: K a multiple of the format's chunk.
 //! Reference: `model::reference::swiglu` (its first two projections and activation).
 
 use crate::gpu::{GpuContext, ShaderSource};
@@ -10,12 +11,15 @@ use super::KernelError;
 
 pub const SHADER: ShaderSource = ShaderSource {
     name: "gate_up_swiglu",
-    wgsl: include_str!("../../../shaders/gate_up_swiglu.wgsl"),
+    wgsl: concat!(
+        include_str!("../../../shaders/include/weights.wgsl"),
+        include_str!("../../../shaders/gate_up_swiglu.wgsl")
+    ),
     entry_point: "gate_up_swiglu",
 };
 
 /// Records the fused projection; `buffers` is `[w, x, y, meta]` as for `gemv::dispatch_layout`,
-/// `shape.m` the intermediate width (half the rows of each matrix). Returns bytes moved.
+/// `shape.m` the intermediate width (the rows of each of the two matrices). Returns bytes moved.
 pub fn dispatch(
     ctx: &GpuContext,
     pass: &mut wgpu::ComputePass<'_>,

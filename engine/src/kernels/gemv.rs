@@ -1,17 +1,23 @@
-//! gemv: `y[z] = W[e(z)] · x[z]` in f32 for T rows z of x, the memory-bound heart of every decode
-//! step. One workgroup of 256 computes `256 / lanes` rows of one token with `lanes` invocations
-//! per row; x is staged in workgroup memory. `GemvLayout` places W, x and y inside larger buffers
-//! (offsets, strides, an interleaved output) and, for MoE, picks each token's expert matrix from
-//! its dispatch record. Constraints: `K % 4 == 0`, `M ≥ 1`, `lanes` ∈ {32, 64, 128, 256}.
-//! Reference: `model::reference::gemv`.
+//! gemv: `y[z] = W[e(z)] · x[z]` for T rows z of x, the memory-bound heart of every decode step,
+//! with W in any weight format (`quant::matrix` layout, unpacked in registers by
+//! shaders/include/weights.wgsl) and f32 accumulation. One workgroup of 256 computes `256 / lanes` rows of
+//! one token with `lanes` invocations per row, each loading 16-byte chunks; x is staged in
+//! workgroup memory. `GemvLayout` places W, x and y inside larger buffers (offsets, strides, an
+//! interleaved output) and, for MoE, picks each token's expert matrix from its dispatch record.
+//! Constraints: K a multiple of the format's chunk (4 elements for f32, 32 for FP4), `M ≥ 1`,
+//! `lanes` ∈ {32, 64, 128, 256}. Reference: `model::reference::gemv` on the dequantized weights.
 
 use crate::gpu::{GpuContext, ShaderSource};
+use crate::quant::{matrix, Format};
 
 use super::{check_len, grid_2d, launch_grid, KernelError};
 
 pub const SHADER: ShaderSource = ShaderSource {
     name: "gemv",
-    wgsl: include_str!("../../../shaders/gemv.wgsl"),
+    wgsl: concat!(
+        include_str!("../../../shaders/include/weights.wgsl"),
+        include_str!("../../../shaders/gemv.wgsl")
+    ),
     entry_point: "gemv",
 };
 
@@ -39,29 +45,70 @@ pub struct GemvParams {
     pub y_offset: u32,
     pub seg: u32,
     pub seg_stride: u32,
-    pub _pad: [u32; 3],
+    /// gate_up_swiglu: chunks from an expert's gate matrix to its up matrix.
+    pub up_offset: u32,
+    pub _pad: [u32; 2],
 }
 
-/// The problem and the variant: `y[M] = W[M, K] · x[K]` with `lanes` invocations per row.
+/// The problem and the variant: `y[M] = W[M, K] · x[K]` with W in `format` and `lanes`
+/// invocations per row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemvShape {
     pub m: u32,
     pub k: u32,
     pub lanes: u32,
+    pub format: Format,
 }
 
 impl GemvShape {
-    /// `[m, k]` with the default lanes per row.
+    /// `[m, k]` in f32 with the default lanes per row.
     pub fn new(m: u32, k: u32) -> Self {
         Self {
             m,
             k,
             lanes: DEFAULT_LANES,
+            format: Format::F32,
         }
+    }
+
+    pub fn with_format(self, format: Format) -> Self {
+        Self { format, ..self }
+    }
+
+    /// Chunks (16 bytes) one `[m, k]` matrix of this format takes, scales included.
+    pub fn matrix_chunks(self) -> u32 {
+        matrix::matrix_chunks(self.format, self.m as usize, self.k as usize) as u32
     }
 }
 
-/// Where W, x and y live. Offsets and strides of W and x count vec4s, those of y count floats.
+/// The override constants of shaders/include/weights.wgsl for `format`.
+pub(crate) fn format_constants(format: Format) -> [(&'static str, f64); 2] {
+    let chunk_x4 = matrix::elements_per_chunk(format) / 4;
+    [
+        ("FORMAT", f64::from(matrix::format_code(format))),
+        ("CHUNK_X4", chunk_x4 as f64),
+    ]
+}
+
+/// Checks that K fills whole chunks of `format`.
+pub(crate) fn check_format_k(
+    what: &'static str,
+    format: Format,
+    k: u32,
+) -> Result<(), KernelError> {
+    let by = matrix::elements_per_chunk(format) as u32;
+    if k == 0 || !k.is_multiple_of(by) {
+        return Err(KernelError::NotDivisible {
+            dim: what,
+            value: k.into(),
+            by: by.into(),
+        });
+    }
+    Ok(())
+}
+
+/// Where W, x and y live. Offsets and strides of W count 16-byte chunks (`GemvShape::
+/// matrix_chunks` per matrix; a vec4 of f32), those of x vec4s, those of y floats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemvLayout {
     /// Rows of x (the grid's z).
@@ -96,8 +143,8 @@ impl GemvLayout {
     }
 }
 
-/// Records `y = W · x` for one token into `pass`. `w` holds `M·K` f32, `x` holds `K`, `y` at
-/// least `M`. Returns the bytes it moves (`bytes_moved`).
+/// Records `y = W · x` for one token into `pass`. `w` holds one matrix of `shape.format`, `x`
+/// holds `K` f32, `y` at least `M`. Returns the bytes it moves (`bytes_moved`).
 pub fn dispatch(
     ctx: &GpuContext,
     pass: &mut wgpu::ComputePass<'_>,
@@ -122,7 +169,8 @@ pub fn dispatch_layout(
 }
 
 /// The body of every gemv-shaped kernel (gemv, gate_up_swiglu): checks the layout against the
-/// buffers, then records `source`. `w_rows_per_row` is how many rows of W one output row reads.
+/// buffers, then records `source`. `matrices` is how many matrices (one, or gate and up) each
+/// output row reads.
 pub(crate) fn record(
     ctx: &GpuContext,
     pass: &mut wgpu::ComputePass<'_>,
@@ -130,9 +178,14 @@ pub(crate) fn record(
     [w, x, y, meta]: [&wgpu::Buffer; 4],
     shape: GemvShape,
     layout: GemvLayout,
-    w_rows_per_row: u32,
+    matrices: u32,
 ) -> Result<u64, KernelError> {
-    let GemvShape { m, k, lanes } = shape;
+    let GemvShape {
+        m,
+        k,
+        lanes,
+        format,
+    } = shape;
     check_shape(shape)?;
     let l = layout;
     if l.seg == 0 || l.tokens == 0 {
@@ -152,10 +205,11 @@ pub(crate) fn record(
             got: 0,
         });
     }
-    let w_rows = m64 * u64::from(w_rows_per_row);
-    let w_vec4s =
-        u64::from(l.w_offset) + u64::from(experts - 1) * u64::from(expert_stride) + w_rows * k4;
-    check_len("gemv w bytes", w, 4 * w_vec4s)?;
+    let chunks = u64::from(shape.matrix_chunks());
+    let w_chunks = u64::from(l.w_offset)
+        + u64::from(experts - 1) * u64::from(expert_stride)
+        + u64::from(matrices) * chunks;
+    check_len("gemv w words", w, 4 * w_chunks)?;
     check_len(
         "gemv x bytes",
         x,
@@ -184,24 +238,29 @@ pub(crate) fn record(
         y_offset: l.y_offset,
         seg: l.seg,
         seg_stride: l.seg_stride,
-        _pad: [0; 3],
+        up_offset: shape.matrix_chunks(),
+        _pad: [0; 2],
     };
+    let [f, c] = format_constants(format);
     launch_grid(
         ctx,
         pass,
-        (source, &[("LANES", f64::from(lanes))]),
+        (source, &[("LANES", f64::from(lanes)), f, c]),
         &params,
         &[w, x, y, meta],
         grid(ctx, m, lanes, l.tokens)?,
     )?;
     // Each distinct matrix is read at least once: one for a plain projection; for grouped experts
     // at most one per token (exact at decode, where top-k experts are distinct).
-    let matrices = if l.grouped.is_some() {
+    let read = if l.grouped.is_some() {
         u64::from(l.tokens.min(experts))
     } else {
         1
     };
-    Ok(4 * (matrices * w_rows * u64::from(k) + u64::from(l.tokens) * (u64::from(k) + m64)))
+    Ok(
+        read * u64::from(matrices) * chunks * matrix::CHUNK_BYTES as u64
+            + 4 * u64::from(l.tokens) * (u64::from(k) + m64),
+    )
 }
 
 /// Rows spread over a 2D grid (256 / lanes rows per workgroup), tokens along z.
@@ -211,7 +270,14 @@ fn grid(ctx: &GpuContext, m: u32, lanes: u32, tokens: u32) -> Result<(u32, u32, 
     Ok((gx, gy, tokens))
 }
 
-fn check_shape(GemvShape { m, k, lanes }: GemvShape) -> Result<(), KernelError> {
+fn check_shape(
+    GemvShape {
+        m,
+        k,
+        lanes,
+        format,
+    }: GemvShape,
+) -> Result<(), KernelError> {
     if !LANE_CHOICES.contains(&lanes) {
         return Err(KernelError::NotDivisible {
             dim: "gemv lanes (32..=256, power of two)",
@@ -226,27 +292,20 @@ fn check_shape(GemvShape { m, k, lanes }: GemvShape) -> Result<(), KernelError> 
             got: 0,
         });
     }
-    if k == 0 || !k.is_multiple_of(4) {
-        return Err(KernelError::NotDivisible {
-            dim: "gemv K",
-            value: k.into(),
-            by: 4,
-        });
-    }
-    Ok(())
+    check_format_k("gemv K (whole chunks of the weight format)", format, k)
 }
 
-/// Bytes one single-token dispatch must move through memory at least: W and x read once, y
-/// written once.
-pub fn bytes_moved(m: u64, k: u64) -> u64 {
-    4 * (m * k + k + m)
+/// Bytes one single-token dispatch must move through memory at least: W (scales included) and x
+/// read once, y written once.
+pub fn bytes_moved(shape: GemvShape) -> u64 {
+    u64::from(shape.matrix_chunks()) * matrix::CHUNK_BYTES as u64 + 4 * u64::from(shape.k + shape.m)
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn params_match_the_wgsl_struct_size() {
-        // struct GemvParams: thirteen u32 and three of padding = 64 bytes.
+        // struct GemvParams: fourteen u32 and two of padding = 64 bytes.
         assert_eq!(std::mem::size_of::<super::GemvParams>(), 64);
     }
 }

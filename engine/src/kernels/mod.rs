@@ -112,6 +112,8 @@ pub enum KernelError {
         max: u64,
     },
     #[error(transparent)]
+    Layout(#[from] crate::quant::matrix::LayoutError),
+    #[error(transparent)]
     Gpu(#[from] GpuError),
 }
 

@@ -5,11 +5,17 @@
 //! dividing 16, ≤ rope_period. Reference: `model::reference::rope` after `gemv`.
 use crate::gpu::{GpuContext, ShaderSource};
 
+use crate::quant::{matrix, Format};
+
+use super::gemv::{check_format_k, format_constants};
 use super::{check_len, launch_grid, KernelError};
 
 pub const SHADER: ShaderSource = ShaderSource {
     name: "qkv_rope_scale",
-    wgsl: include_str!("../../../shaders/qkv_rope_scale.wgsl"),
+    wgsl: concat!(
+        include_str!("../../../shaders/include/weights.wgsl"),
+        include_str!("../../../shaders/qkv_rope_scale.wgsl")
+    ),
     entry_point: "qkv_rope_scale",
 };
 
@@ -40,6 +46,7 @@ pub fn dispatch(
     pass: &mut wgpu::ComputePass<'_>,
     [w, x, y, cos_sin]: [&wgpu::Buffer; 4],
     p: QkvRopeScaleParams,
+    format: Format,
 ) -> Result<u64, KernelError> {
     if p.m == 0 || p.tokens == 0 {
         return Err(KernelError::Shape {
@@ -49,7 +56,6 @@ pub fn dispatch(
         });
     }
     for (dim, value, by) in [
-        ("qkv_rope_scale K", p.k, 4),
         ("qkv_rope_scale rope_from", p.rope_from, ROWS),
         ("qkv_rope_scale rope_period", p.rope_period, ROWS),
         ("qkv_rope_scale 16 / rope_dim", ROWS, p.rope_dim.max(1)),
@@ -64,6 +70,11 @@ pub fn dispatch(
             });
         }
     }
+    check_format_k(
+        "qkv_rope_scale K (whole chunks of the weight format)",
+        format,
+        p.k,
+    )?;
     if p.rope_dim > p.rope_period {
         return Err(KernelError::Shape {
             what: "qkv_rope_scale rope_dim (at most rope_period)",
@@ -72,7 +83,8 @@ pub fn dispatch(
         });
     }
     let (m, k, t) = (u64::from(p.m), u64::from(p.k), u64::from(p.tokens));
-    check_len("qkv_rope_scale w", w, m * k)?;
+    let w_bytes = matrix::matrix_bytes(format, m as usize, k as usize);
+    check_len("qkv_rope_scale w", w, w_bytes / 4)?;
     check_len(
         "qkv_rope_scale x",
         x,
@@ -88,12 +100,12 @@ pub fn dispatch(
     launch_grid(
         ctx,
         pass,
-        (SHADER, &[]),
+        (SHADER, &format_constants(format)),
         &p,
         &[w, x, y, cos_sin],
         (p.m.div_ceil(ROWS), 1, p.tokens),
     )?;
-    Ok(4 * (m * k + t * (k + m)))
+    Ok(w_bytes + 4 * t * (k + m))
 }
 
 #[cfg(test)]

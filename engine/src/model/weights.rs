@@ -47,6 +47,11 @@ impl Tensor {
     pub fn rows(&self) -> usize {
         self.shape.first().copied().unwrap_or(0)
     }
+
+    /// Columns of a 2-D tensor (its second dimension; 1 for a vector).
+    pub fn cols(&self) -> usize {
+        self.shape.get(1).copied().unwrap_or(1)
+    }
 }
 
 /// A SwiGLU feed-forward: `w_down · (silu(w_gate·x) ⊙ (w_up·x))`.

@@ -88,12 +88,14 @@ pub fn quantize(format: Format, data: &[f32], rows: usize, cols: usize) -> Quant
     }
 }
 
-/// OCP MX: shared exponent ⌊log2 amax⌋ − emax(E2M1) = ⌊log2 amax⌋ − 2, as an E8M0 value.
+/// OCP MX: shared exponent ⌊log2 amax⌋ − emax(E2M1) = ⌊log2 amax⌋ − 2, as an E8M0 value. The
+/// exponent stops at −126 (code 1), not −127: 2^-127 would be an f32 subnormal, which GPUs may
+/// flush to zero, and blocks that small (amax < 2^-124) lose nothing to the larger scale.
 fn mx_scale(a: f32) -> f32 {
     if a == 0.0 || !a.is_finite() {
         return 1.0;
     }
-    let x = (f64::from(a).log2().floor() as i32 - 2).clamp(-127, 127);
+    let x = (f64::from(a).log2().floor() as i32 - 2).clamp(-126, 127);
     e8m0_decode((x + 127) as u8)
 }
 
@@ -136,40 +138,47 @@ pub fn dequantize(q: &Quantized) -> Vec<f32> {
         .collect()
 }
 
+/// The most `dequantize(quantize(x))` can be off by for one finite element `x` whose block has
+/// the effective scale `s` (block scale × tensor scale): the format's half spacing near |x|, its
+/// subnormal half quantum, and saturation beyond its largest value.
+pub fn error_bound(format: Format, x: f32, s: f32) -> f64 {
+    let (x, s) = (f64::from(x.abs()), f64::from(s));
+    match format {
+        Format::F32 => 0.0,
+        Format::F16 => x * 2f64.powi(-11) + 2f64.powi(-25) + (x - 65504.0).max(0.0),
+        Format::Bf16 => x * 2f64.powi(-8) + 1e-38,
+        Format::Int8 => 0.5 * s,
+        // Half a unit in the last place (3 mantissa bits), or half the subnormal quantum.
+        Format::Fp8E4m3 => x * 2f64.powi(-4) + s * 2f64.powi(-10),
+        // E2M1: relative half-spacing at most 1/4 (between 4 and 6), subnormal half-quantum
+        // 1/4; values beyond 6·s (a block scale rounded down, or MX's power-of-two scale)
+        // saturate.
+        Format::Nvfp4 | Format::Mxfp4 => 0.25 * x + 0.25 * s + (x - 6.0 * s).max(0.0),
+    }
+}
+
+/// The effective scale (block × tensor) of element `i` of a quantized matrix.
+pub fn effective_scale(q: &Quantized, i: usize) -> f32 {
+    let (br, bc) = block_shape(q.format);
+    let nbc = q.cols.div_ceil(bc);
+    q.scales[(i / q.cols / br) * nbc + (i % q.cols) / bc] * q.tensor_scale
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The format's error bound for one element `x` whose block has effective scale `s`.
-    fn bound(format: Format, x: f32, s: f32) -> f64 {
-        let (x, s) = (f64::from(x.abs()), f64::from(s));
-        match format {
-            Format::F32 => 0.0,
-            Format::F16 => x * 2f64.powi(-11) + 2f64.powi(-25) + (x - 65504.0).max(0.0),
-            Format::Bf16 => x * 2f64.powi(-8) + 1e-38,
-            Format::Int8 => 0.5 * s,
-            // Half a unit in the last place (3 mantissa bits), or half the subnormal quantum.
-            Format::Fp8E4m3 => x * 2f64.powi(-4) + s * 2f64.powi(-10),
-            // E2M1: relative half-spacing at most 1/4 (between 4 and 6), subnormal half-quantum
-            // 1/4; values beyond 6·s (a block scale rounded down, or MX's power-of-two scale)
-            // saturate.
-            Format::Nvfp4 | Format::Mxfp4 => 0.25 * x + 0.25 * s + (x - 6.0 * s).max(0.0),
-        }
-    }
-
     fn check_bounds(format: Format, data: &[f32], rows: usize, cols: usize) {
         let q = quantize(format, data, rows, cols);
         let back = dequantize(&q);
-        let (br, bc) = block_shape(format);
-        let nbc = cols.div_ceil(bc);
         for (i, (&x, &y)) in data.iter().zip(&back).enumerate() {
-            let s = q.scales[(i / cols / br) * nbc + (i % cols) / bc] * q.tensor_scale;
+            let s = effective_scale(&q, i);
             let err = (f64::from(x) - f64::from(y)).abs();
+            let bound = error_bound(format, x, s);
             assert!(
-                err <= bound(format, x, s) * (1.0 + 1e-6),
-                "{format:?} [{i}] {x} -> {y} (scale {s}, err {err}, bound {})",
-                bound(format, x, s)
+                err <= bound * (1.0 + 1e-6),
+                "{format:?} [{i}] {x} -> {y} (scale {s}, err {err}, bound {bound})"
             );
         }
     }

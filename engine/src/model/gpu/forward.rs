@@ -10,6 +10,7 @@ use crate::kernels::{
     rms_norm, rope, scatter_add, sigmoid, silu_mul, softmax,
 };
 use crate::plan::Optimizations;
+use crate::quant::Format;
 
 use super::super::reference::{check_input, ForwardOutput, Routing};
 use super::super::{GateFunction, ModelError, MoeConfig};
@@ -37,6 +38,7 @@ impl GpuModel {
             s,
             o,
             cos_sin: &self.cos_sin,
+            format: self.format,
             t,
             pos0: self.len as u32,
             e: Executor::new(ctx, o.recorded_submission, self.profiler.as_mut()),
@@ -71,7 +73,7 @@ impl GpuModel {
         step.e.layer = None;
         step.norm("norm", true, &self.norm)?;
         let (v, d) = (c.vocab_size as u32, c.hidden as u32);
-        step.linear("lm_head", &self.lm_head, &s.h, &s.logits, v, d)?;
+        step.linear("lm_head", &self.lm_head, &s.h, &s.logits, v, d, Format::F32)?;
 
         // One read-back for the logits and every MoE layer's routing.
         let mut reads = vec![(&s.logits, 4 * u64::from(t * v))];
@@ -116,6 +118,8 @@ struct Step<'a> {
     s: &'a Scratch,
     o: Optimizations,
     cos_sin: &'a wgpu::Buffer,
+    /// The format of the block projections.
+    format: Format,
     t: u32,
     pos0: u32,
     e: Executor<'a>,
@@ -152,7 +156,8 @@ impl Step<'_> {
         })
     }
 
-    /// `y[t] = W · x[t]` for contiguous rows.
+    /// `y[t] = W · x[t]` for contiguous rows, W in `format`.
+    #[allow(clippy::too_many_arguments)]
     fn linear(
         &mut self,
         op: &str,
@@ -161,8 +166,9 @@ impl Step<'_> {
         y: &wgpu::Buffer,
         m: u32,
         k: u32,
+        format: Format,
     ) -> Result<(), ModelError> {
-        let shape = GemvShape::new(m, k);
+        let shape = GemvShape::new(m, k).with_format(format);
         self.linear_layout(op, [w, x, y, x], shape, GemvLayout::rows(shape, self.t))
     }
 
@@ -226,6 +232,7 @@ impl Step<'_> {
     /// Absorbed MLA: writes the attention block's output to `sub_out`.
     fn attention(&mut self, l: &GpuLayer) -> Result<(), ModelError> {
         let (ctx, c, s, o, t, pos0) = (self.ctx, self.c, self.s, self.o, self.t, self.pos0);
+        let f = self.format;
         let d = c.hidden as u32;
         let heads = c.heads as u32;
         let (qr, kvr, rope_d, row) = (
@@ -236,7 +243,7 @@ impl Step<'_> {
         );
         let q_row = heads * row;
 
-        self.linear("attn.wq_a", &l.wq_a, &s.h, &s.cq_raw, qr, d)?;
+        self.linear("attn.wq_a", &l.wq_a, &s.h, &s.cq_raw, qr, d, f)?;
         let p = rms_norm::RmsNormParams::dense(t, qr, c.rms_eps);
         self.e.run("rms_norm", "attn.q_norm", |pass| {
             rms_norm::dispatch(ctx, pass, &s.cq_raw, &l.q_norm, &s.cq, p)
@@ -266,69 +273,38 @@ impl Step<'_> {
                     [t, q_row, 0, q_row, 0, q_row],
                 )?;
             }
-        } else if o.fuse_mla_copy_concat {
-            // Each head's parts land in their slots of q_cat directly.
-            let into_cat = |m: u32, seg: u32, y_offset: u32| GemvLayout {
-                y_stride: q_row,
-                y_offset,
-                seg,
-                seg_stride: row,
-                ..GemvLayout::rows(GemvShape::new(m, qr), t)
-            };
-            let shape = GemvShape::new(heads * kvr, qr);
-            let buffers = [&l.w_q_latent, &s.cq, &s.q_cat, &s.cq];
-            self.linear_layout(
-                "attn.w_q_latent",
-                buffers,
-                shape,
-                into_cat(heads * kvr, kvr, 0),
-            )?;
-            let shape = GemvShape::new(heads * rope_d, qr);
-            let buffers = [&l.w_q_rope, &s.cq, &s.q_cat, &s.cq];
-            self.linear_layout(
-                "attn.w_q_rope",
-                buffers,
-                shape,
-                into_cat(heads * rope_d, rope_d, kvr),
-            )?;
-            self.rope("attn.q_rope", &s.q_cat, [heads, q_row, kvr, row])?;
         } else {
-            self.linear(
-                "attn.w_q_latent",
-                &l.w_q_latent,
-                &s.cq,
-                &s.q_latent,
-                heads * kvr,
-                qr,
-            )?;
-            self.linear(
-                "attn.w_q_rope",
-                &l.w_q_rope,
-                &s.cq,
-                &s.q_rope,
-                heads * rope_d,
-                qr,
-            )?;
-            self.rope("attn.q_rope", &s.q_rope, [heads, heads * rope_d, 0, rope_d])?;
-            self.copy(
-                "attn.concat q_latent",
-                &s.q_latent,
-                &s.q_cat,
-                [t * heads, kvr, 0, kvr, 0, row],
-            )?;
-            self.copy(
-                "attn.concat q_rope",
-                &s.q_rope,
-                &s.q_cat,
-                [t * heads, rope_d, 0, rope_d, kvr, row],
-            )?;
+            // One projection writes each head's [latent | rope] row, and RoPE rotates the rope
+            // parts in place. Unfused, the projection has its own buffer and two copies build
+            // the concatenation, as an eager `torch.cat` of the split halves does.
+            let out = if o.fuse_mla_copy_concat {
+                &s.q_cat
+            } else {
+                &s.q_proj
+            };
+            self.linear("attn.w_q_cat", &l.w_q_cat, &s.cq, out, q_row, qr, f)?;
+            self.rope("attn.q_rope", out, [heads, q_row, kvr, row])?;
+            if !o.fuse_mla_copy_concat {
+                self.copy(
+                    "attn.concat q_latent",
+                    &s.q_proj,
+                    &s.q_cat,
+                    [t * heads, kvr, 0, row, 0, row],
+                )?;
+                self.copy(
+                    "attn.concat q_rope",
+                    &s.q_proj,
+                    &s.q_cat,
+                    [t * heads, rope_d, kvr, row, kvr, row],
+                )?;
+            }
         }
 
         // Keys: this step's `[kv_norm(c_kv) | rope(k_rope)]` rows into the cache at pos0.
         if o.fuse_qkv_rope_scale {
             self.qkv_rope_scale("attn.kv", &l.wkv_a, &s.h, &s.kv, row, d, 1.0)?;
         } else {
-            self.linear("attn.wkv_a", &l.wkv_a, &s.h, &s.kv, row, d)?;
+            self.linear("attn.wkv_a", &l.wkv_a, &s.h, &s.kv, row, d, f)?;
             self.rope("attn.k_rope", &s.kv, [1, row, kvr, 0])?;
         }
         if o.fuse_mla_copy_concat {
@@ -429,6 +405,7 @@ impl Step<'_> {
             &s.sub_out,
             d,
             heads * kvr,
+            f,
         )
     }
 
@@ -445,7 +422,7 @@ impl Step<'_> {
         k: u32,
         scale: f32,
     ) -> Result<(), ModelError> {
-        let (ctx, cos_sin) = (self.ctx, self.cos_sin);
+        let (ctx, cos_sin, format) = (self.ctx, self.cos_sin, self.format);
         let p = qkv_rope_scale::QkvRopeScaleParams {
             m,
             k,
@@ -460,7 +437,7 @@ impl Step<'_> {
             _pad: [0; 2],
         };
         self.e.run("qkv_rope_scale", op, |pass| {
-            qkv_rope_scale::dispatch(ctx, pass, [w, x, y, cos_sin], p)
+            qkv_rope_scale::dispatch(ctx, pass, [w, x, y, cos_sin], p, format)
         })
     }
 
@@ -477,15 +454,15 @@ impl Step<'_> {
     ) -> Result<(), ModelError> {
         let s = self.s;
         let (d, inter) = (self.c.hidden as u32, f.inter);
-        let shape = GemvShape::new(inter, d);
+        let shape = GemvShape::new(inter, d).with_format(self.format);
         let input = GemvLayout {
-            w_offset: expert * 2 * inter * d / 4,
+            w_offset: expert * 2 * shape.matrix_chunks(),
             ..GemvLayout::rows(shape, rows)
         };
         self.gate_up(op, f, [x, x], shape, input)?;
-        let shape = GemvShape::new(d, inter);
+        let shape = GemvShape::new(d, inter).with_format(self.format);
         let layout = GemvLayout {
-            w_offset: expert * d * inter / 4,
+            w_offset: expert * shape.matrix_chunks(),
             ..GemvLayout::rows(shape, rows)
         };
         let buffers = [&f.w_down, &s.act, out, &s.act];
@@ -517,7 +494,7 @@ impl Step<'_> {
                 });
         }
         let up_layout = GemvLayout {
-            w_offset: layout.w_offset + shape.m * shape.k / 4,
+            w_offset: layout.w_offset + shape.matrix_chunks(),
             ..layout
         };
         self.linear_layout(
@@ -566,7 +543,15 @@ impl Step<'_> {
                 )
             })?;
         } else {
-            self.linear("moe.router", router, &s.h, &s.router_logits, n_e, d)?;
+            self.linear(
+                "moe.router",
+                router,
+                &s.h,
+                &s.router_logits,
+                n_e,
+                d,
+                Format::F32,
+            )?;
             match c.gate_function {
                 GateFunction::Sigmoid => self.e.run("sigmoid", "moe.gate", |pass| {
                     sigmoid::dispatch(ctx, pass, &s.router_logits, &route.scores, t * n_e)
@@ -624,17 +609,17 @@ impl Step<'_> {
         })?;
         // Inputs are the records' activations (after the 16-byte header), the expert id their
         // first word.
-        let shape = GemvShape::new(inter, d);
+        let shape = GemvShape::new(inter, d).with_format(self.format);
         let input = GemvLayout {
-            grouped: Some((f.count, 2 * inter * d / 4, record)),
+            grouped: Some((f.count, 2 * shape.matrix_chunks(), record)),
             x_stride: record / 4,
             x_offset: moe_dispatch::HEADER_FLOATS / 4,
             ..GemvLayout::rows(shape, slots)
         };
         self.gate_up("moe.experts", f, [&s.records, &s.records], shape, input)?;
-        let shape = GemvShape::new(d, inter);
+        let shape = GemvShape::new(d, inter).with_format(self.format);
         let layout = GemvLayout {
-            grouped: Some((f.count, d * inter / 4, record)),
+            grouped: Some((f.count, shape.matrix_chunks(), record)),
             ..GemvLayout::rows(shape, slots)
         };
         let buffers = [&f.w_down, &s.act, &s.expert_out, &s.records];

@@ -17,6 +17,7 @@ mod forward;
 use crate::gpu::{storage_buffer, storage_zeroed, GpuContext, Profiler};
 use crate::kernels::{mla_split_k, moe_dispatch, rope};
 use crate::plan::Optimizations;
+use crate::quant::{matrix, Format};
 
 use super::weights::{FeedForward, Ffn, Weights};
 use super::{ModelError, MoeConfig};
@@ -46,8 +47,9 @@ pub struct StepTrace {
     pub submit_us: f64,
 }
 
-/// A SwiGLU FFN, or all routed experts of a layer stacked: matrix e of `w_gate_up` is
-/// `[2·inter, hidden]` (gate rows, then up rows), matrix e of `w_down` is `[hidden, inter]`.
+/// A SwiGLU FFN, or all routed experts of a layer stacked, in the model's weight format
+/// (`quant::matrix` layout): expert e's `[inter, hidden]` gate matrix then its up matrix in
+/// `w_gate_up`, its `[hidden, inter]` down matrix in `w_down`.
 struct GpuFfn {
     w_gate_up: wgpu::Buffer,
     w_down: wgpu::Buffer,
@@ -81,12 +83,9 @@ struct GpuLayer {
     attn_norm: wgpu::Buffer,
     wq_a: wgpu::Buffer,
     q_norm: wgpu::Buffer,
-    /// `[heads·kv_lora_rank, q_lora_rank]`: W_UK_hᵀ · W_q_nope_h per head (absorbed).
-    w_q_latent: wgpu::Buffer,
-    /// `[heads·qk_rope, q_lora_rank]`: the RoPE rows of wq_b.
-    w_q_rope: wgpu::Buffer,
-    /// The same rows interleaved per head, `[heads·(kv_lora_rank + qk_rope), q_lora_rank]`, so
-    /// that one projection writes the query in the concatenated layout attention reads.
+    /// The query projection, `[heads·(kv_lora_rank + qk_rope), q_lora_rank]`: per head, its
+    /// `kv_lora_rank` rows W_UK_hᵀ · W_q_nope_h (absorbed), then its `qk_rope` RoPE rows of
+    /// wq_b, so that one projection writes the query in the concatenated layout attention reads.
     w_q_cat: wgpu::Buffer,
     wkv_a: wgpu::Buffer,
     kv_norm: wgpu::Buffer,
@@ -105,9 +104,7 @@ struct Scratch {
     h: wgpu::Buffer,
     cq_raw: wgpu::Buffer,
     cq: wgpu::Buffer,
-    q_latent: wgpu::Buffer,
-    q_rope: wgpu::Buffer,
-    /// The fused query projection's own output, before the copy into `q_cat`.
+    /// The query projection's own output, before the copies into `q_cat`.
     q_proj: wgpu::Buffer,
     kv: wgpu::Buffer,
     c_kv: wgpu::Buffer,
@@ -130,6 +127,8 @@ struct Scratch {
 
 pub struct GpuModel {
     config: MoeConfig,
+    /// The format of every projection inside the blocks (attention, dense FFN, experts).
+    format: Format,
     embed: wgpu::Buffer,
     layers: Vec<GpuLayer>,
     norm: wgpu::Buffer,
@@ -146,23 +145,42 @@ pub struct GpuModel {
 const PROFILED_PASSES: u32 = 2048;
 
 impl GpuModel {
-    /// Uploads the weights (absorbing W_UK and W_UV into the attention projections), with every
-    /// optimization off.
+    /// Uploads the weights in f32 (absorbing W_UK and W_UV into the attention projections), with
+    /// every optimization off.
     pub fn new(ctx: &GpuContext, w: &Weights) -> Result<Self, ModelError> {
+        Self::with_format(ctx, w, Format::F32)
+    }
+
+    /// Uploads the weights with every projection inside the blocks quantized to `format` from
+    /// the f32 source (after absorption, so that the kernels stream exactly the matrices they
+    /// multiply by). As DeepSeek-V3 does for FP8 (§3.3.1), the embedding, the output head, the
+    /// router and the norms stay in full precision.
+    pub fn with_format(ctx: &GpuContext, w: &Weights, format: Format) -> Result<Self, ModelError> {
         let c = w.config.clone();
         c.validate()?;
         let up = |name: &str, data: &[f32]| storage_buffer(ctx, name, data);
+        let quantized = |name: &str, matrices: &[(&[f32], usize, usize)]| {
+            let mut words = Vec::new();
+            for &(data, rows, cols) in matrices {
+                words.extend(
+                    matrix::encode(format, data, rows, cols)
+                        .map_err(|e| ModelError::Kernel(e.into()))?,
+                );
+            }
+            Ok::<_, ModelError>(storage_buffer(ctx, name, &words)?)
+        };
         let ffns = |name: &str, fs: &[&Ffn]| -> Result<GpuFfn, ModelError> {
             let mut gate_up = Vec::new();
             let mut down = Vec::new();
             for f in fs {
-                gate_up.extend_from_slice(&f.w_gate.data);
-                gate_up.extend_from_slice(&f.w_up.data);
-                down.extend_from_slice(&f.w_down.data);
+                for m in [&f.w_gate, &f.w_up] {
+                    gate_up.push((m.data.as_slice(), m.rows(), m.cols()));
+                }
+                down.push((f.w_down.data.as_slice(), f.w_down.rows(), f.w_down.cols()));
             }
             Ok(GpuFfn {
-                w_gate_up: up(&format!("{name} w_gate_up"), &gate_up)?,
-                w_down: up(&format!("{name} w_down"), &down)?,
+                w_gate_up: quantized(&format!("{name} w_gate_up"), &gate_up)?,
+                w_down: quantized(&format!("{name} w_down"), &down)?,
                 inter: fs.first().map_or(0, |f| f.w_gate.rows()) as u32,
                 count: fs.len() as u32,
             })
@@ -174,6 +192,8 @@ impl GpuModel {
             let a = &layer.attn;
             let (w_q_latent, w_q_rope, w_o_latent) = absorb(&c, a);
             let w_q_cat = interleave_heads(&c, &w_q_latent, &w_q_rope);
+            let (d, qr) = (c.hidden, c.q_lora_rank);
+            let q_rows = c.heads * c.cache_row();
             let ffn = match &layer.ffn {
                 FeedForward::Dense(f) => GpuFeedForward::Dense(ffns("dense", &[f])?),
                 FeedForward::Moe(m) => GpuFeedForward::Moe(Box::new(GpuMoe {
@@ -191,14 +211,12 @@ impl GpuModel {
             };
             layers.push(GpuLayer {
                 attn_norm: up("attn_norm", &layer.attn_norm.data)?,
-                wq_a: up("wq_a", &a.wq_a.data)?,
+                wq_a: quantized("wq_a", &[(&a.wq_a.data, qr, d)])?,
                 q_norm: up("q_norm", &a.q_norm.data)?,
-                w_q_latent: up("w_q_latent", &w_q_latent)?,
-                w_q_rope: up("w_q_rope", &w_q_rope)?,
-                w_q_cat: up("w_q_cat", &w_q_cat)?,
-                wkv_a: up("wkv_a", &a.wkv_a.data)?,
+                w_q_cat: quantized("w_q_cat", &[(&w_q_cat, q_rows, qr)])?,
+                wkv_a: quantized("wkv_a", &[(&a.wkv_a.data, c.cache_row(), d)])?,
                 kv_norm: up("kv_norm", &a.kv_norm.data)?,
-                w_o_latent: up("w_o_latent", &w_o_latent)?,
+                w_o_latent: quantized("w_o_latent", &[(&w_o_latent, d, c.heads * c.kv_lora_rank)])?,
                 ffn_norm: up("ffn_norm", &layer.ffn_norm.data)?,
                 ffn,
                 cache: z("latent cache", c.max_seq_len * c.cache_row())?,
@@ -213,6 +231,7 @@ impl GpuModel {
             scratch: Scratch::new(ctx, &c)?,
             layers,
             config: c,
+            format,
             optimizations: Optimizations::none(),
             profiler: None,
             len: 0,
@@ -221,6 +240,42 @@ impl GpuModel {
 
     pub fn config(&self) -> &MoeConfig {
         &self.config
+    }
+
+    /// The format of the projections inside the blocks.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Bytes of weights on the GPU, scales included.
+    pub fn weight_bytes(&self) -> u64 {
+        let ffn = |f: &GpuFfn| f.w_gate_up.size() + f.w_down.size();
+        let layers: u64 = self
+            .layers
+            .iter()
+            .map(|l| {
+                let mut b = [
+                    &l.attn_norm,
+                    &l.wq_a,
+                    &l.q_norm,
+                    &l.w_q_cat,
+                    &l.wkv_a,
+                    &l.kv_norm,
+                ]
+                .iter()
+                .chain([&&l.w_o_latent, &&l.ffn_norm])
+                .map(|b| b.size())
+                .sum::<u64>();
+                b += match &l.ffn {
+                    GpuFeedForward::Dense(f) => ffn(f),
+                    GpuFeedForward::Moe(m) => {
+                        m.router.size() + m.bias.size() + ffn(&m.experts) + ffn(&m.shared)
+                    }
+                };
+                b
+            })
+            .sum();
+        layers + self.embed.size() + self.norm.size() + self.lm_head.size()
     }
 
     pub fn optimizations(&self) -> Optimizations {
@@ -341,8 +396,6 @@ impl Scratch {
             h: z("h (normed)", t * c.hidden)?,
             cq_raw: z("c_q raw", t * c.q_lora_rank)?,
             cq: z("c_q", t * c.q_lora_rank)?,
-            q_latent: z("q latent", t * c.heads * c.kv_lora_rank)?,
-            q_rope: z("q rope", t * c.heads * c.qk_rope_head_dim)?,
             q_proj: z("q projection", q_cat)?,
             kv: z("kv", t * c.cache_row())?,
             c_kv: z("c_kv", t * c.kv_lora_rank)?,

@@ -1,0 +1,306 @@
+//! The weight-reading kernels (gemv, gate_up_swiglu, qkv_rope_scale) in every weight format on a
+//! real adapter, two ways: against the reference on the same quantized weights dequantized (the
+//! unpacking must be exact: only f32 summation order may differ, `tolerances::gemv_quantized`),
+//! and against the f32 weights they were quantized from (the difference must stay within what
+//! the format may lose, `quant::block::error_bound`, plus that summation bound).
+
+use moescope_engine::check::{compare_scaled, tolerances, Comparison, Tolerance};
+use moescope_engine::gpu::{read_back, storage_buffer, storage_zeroed, GpuContext};
+use moescope_engine::kernels::gemv::{self, GemvLayout, GemvShape};
+use moescope_engine::kernels::{gate_up_swiglu, qkv_rope_scale, rope};
+use moescope_engine::model::reference;
+use moescope_engine::quant::{block, dequantize, matrix, quantize, Format};
+use moescope_engine::rng::uniform_f32;
+use moescope_tests::gpu;
+
+fn run(
+    ctx: &GpuContext,
+    out: &wgpu::Buffer,
+    record: impl FnOnce(&mut wgpu::ComputePass<'_>),
+) -> Vec<f32> {
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        record(&mut pass);
+    }
+    ctx.queue.submit([encoder.finish()]);
+    pollster::block_on(read_back::<f32>(ctx, out)).unwrap()
+}
+
+/// Weights with some structure: rows of different magnitudes, a few outliers, so that block
+/// scales differ from block to block.
+fn weights(seed: u64, rows: usize, cols: usize) -> Vec<f32> {
+    let mut w = uniform_f32(seed, rows * cols, 1.0);
+    for (i, v) in w.iter_mut().enumerate() {
+        let (r, c) = (i / cols, i % cols);
+        *v *= 0.05 + (r % 7) as f32 * 0.3;
+        if (r * 31 + c * 17) % 97 == 0 {
+            *v *= 12.0;
+        }
+    }
+    w
+}
+
+/// Σ_i error_bound(w_i)·|x_i| per row: how far the quantized matrix may move `W·x`.
+fn quantization_bound(format: Format, w: &[f32], x: &[f32], m: usize, k: usize) -> Vec<f64> {
+    let q = quantize(format, w, m, k);
+    (0..m)
+        .map(|r| {
+            (0..k)
+                .map(|c| {
+                    let i = r * k + c;
+                    block::error_bound(format, w[i], block::effective_scale(&q, i))
+                        * f64::from(x[c]).abs()
+                })
+                .sum()
+        })
+        .collect()
+}
+
+/// `got` against `want` with an allowed error of `tol`·`scale` + `extra` per element.
+fn within(got: &[f32], want: &[f32], scale: &[f64], extra: &[f64], tol: Tolerance) -> Comparison {
+    // compare_scaled allows rel·scale: fold the extra allowance into the scale.
+    let widened: Vec<f64> = scale
+        .iter()
+        .zip(extra)
+        .map(|(s, e)| s + e / tol.rel)
+        .collect();
+    compare_scaled(got, want, &widened, tol)
+}
+
+#[test]
+fn gemv_reads_every_format_exactly_and_within_its_error() {
+    let Some(ctx) = gpu() else { return };
+    // 200 rows: a full and a partial 128-row FP8 block; 160 columns: a partial 128-column block,
+    // five 1×32 blocks, ten 1×16 blocks. Three tokens (grid z), two lane counts.
+    let (m, k, t) = (200usize, 160usize, 3usize);
+    let w = weights(31, m, k);
+    let x = uniform_f32(32, t * k, 1.0);
+    let x_buf = storage_buffer(&ctx, "x", &x).unwrap();
+    for format in Format::ALL {
+        let packed = matrix::encode(format, &w, m, k).unwrap();
+        let w_buf = storage_buffer(&ctx, "w", &packed).unwrap();
+        let deq = dequantize(&quantize(format, &w, m, k));
+        for lanes in [32, 256] {
+            let shape = GemvShape {
+                lanes,
+                ..GemvShape::new(m as u32, k as u32).with_format(format)
+            };
+            let y_buf = storage_buffer(&ctx, "y", &vec![f32::NAN; t * m]).unwrap();
+            let got = run(&ctx, &y_buf, |pass| {
+                let layout = GemvLayout::rows(shape, t as u32);
+                gemv::dispatch_layout(&ctx, pass, [&w_buf, &x_buf, &y_buf, &x_buf], shape, layout)
+                    .unwrap();
+            });
+            let tol = tolerances::gemv_quantized(format, k, lanes);
+            for tok in 0..t {
+                let xt = &x[tok * k..(tok + 1) * k];
+                let got = &got[tok * m..(tok + 1) * m];
+                let exact = compare_scaled(
+                    got,
+                    &reference::gemv(&deq, xt, m, k),
+                    &reference::gemv_magnitude(&deq, xt, m, k),
+                    tol,
+                );
+                let what = format!("{} lanes {lanes} token {tok}", format.name());
+                assert!(
+                    exact.passed(),
+                    "{}",
+                    exact.describe(&format!("{what} vs dequantized"))
+                );
+                let lossy = within(
+                    got,
+                    &reference::gemv(&w, xt, m, k),
+                    &reference::gemv_magnitude(&deq, xt, m, k),
+                    &quantization_bound(format, &w, xt, m, k),
+                    tol,
+                );
+                assert!(
+                    lossy.passed(),
+                    "{}",
+                    lossy.describe(&format!("{what} vs f32"))
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn grouped_experts_and_gate_up_swiglu_in_every_format() {
+    let Some(ctx) = gpu() else { return };
+    // 3 experts, each a [96, 64] gate and up matrix (gate_up_swiglu) and a [64, 96] down matrix
+    // (grouped gemv); 4 tokens whose records name experts 2, 0, 2, 1.
+    let (e_n, m, k) = (3usize, 96usize, 64usize);
+    let ids = [2u32, 0, 2, 1];
+    let xs: Vec<Vec<f32>> = (0..ids.len())
+        .map(|t| uniform_f32(40 + t as u64, k, 1.0))
+        .collect();
+    let mut rec = Vec::new();
+    for (t, (e, x)) in ids.iter().zip(&xs).enumerate() {
+        rec.extend([f32::from_bits(*e), 0.5, 1.0, f32::from_bits(t as u32)]);
+        rec.extend_from_slice(x);
+    }
+    let rec_buf = storage_buffer(&ctx, "records", &rec).unwrap();
+    let record = (4 + k) as u32;
+    let gates: Vec<Vec<f32>> = (0..e_n).map(|e| weights(50 + e as u64, m, k)).collect();
+    let ups: Vec<Vec<f32>> = (0..e_n).map(|e| weights(60 + e as u64, m, k)).collect();
+    for format in Format::ALL {
+        let mut packed = Vec::new();
+        for e in 0..e_n {
+            packed.extend(matrix::encode(format, &gates[e], m, k).unwrap());
+            packed.extend(matrix::encode(format, &ups[e], m, k).unwrap());
+        }
+        let w_buf = storage_buffer(&ctx, "w", &packed).unwrap();
+        let y_buf = storage_zeroed(&ctx, "y", (4 * ids.len() * m) as u64).unwrap();
+        let shape = GemvShape::new(m as u32, k as u32).with_format(format);
+        let layout = GemvLayout {
+            grouped: Some((e_n as u32, 2 * shape.matrix_chunks(), record)),
+            x_stride: record / 4,
+            x_offset: 1,
+            ..GemvLayout::rows(shape, ids.len() as u32)
+        };
+        let got = run(&ctx, &y_buf, |pass| {
+            let buffers = [&w_buf, &rec_buf, &y_buf, &rec_buf];
+            gate_up_swiglu::dispatch(&ctx, pass, buffers, shape, layout).unwrap();
+        });
+        // The up matrix alone, through gemv at the up offset: the unfused path's addressing.
+        let up_buf = storage_zeroed(&ctx, "up", (4 * ids.len() * m) as u64).unwrap();
+        let up_got = run(&ctx, &up_buf, |pass| {
+            let up_layout = GemvLayout {
+                w_offset: shape.matrix_chunks(),
+                ..layout
+            };
+            let buffers = [&w_buf, &rec_buf, &up_buf, &rec_buf];
+            gemv::dispatch_layout(&ctx, pass, buffers, shape, up_layout).unwrap();
+        });
+        for (t, (&e, x)) in ids.iter().zip(&xs).enumerate() {
+            let e = e as usize;
+            let dg = dequantize(&quantize(format, &gates[e], m, k));
+            let du = dequantize(&quantize(format, &ups[e], m, k));
+            let (g, u) = (reference::gemv(&dg, x, m, k), reference::gemv(&du, x, m, k));
+            let (mg, mu) = (
+                reference::gemv_magnitude(&dg, x, m, k),
+                reference::gemv_magnitude(&du, x, m, k),
+            );
+            let want: Vec<f32> = g
+                .iter()
+                .zip(&u)
+                .map(|(g, u)| reference::silu(*g) * u)
+                .collect();
+            let scale: Vec<f64> = (0..m)
+                .map(|i| {
+                    let s = f64::from(reference::silu(g[i]));
+                    1.1 * mg[i] * f64::from(u[i]).abs()
+                        + s.abs() * mu[i]
+                        + (s * f64::from(u[i])).abs()
+                })
+                .collect();
+            let what = format!("{} token {t} (expert {e})", format.name());
+            let c = compare_scaled(
+                &got[t * m..(t + 1) * m],
+                &want,
+                &scale,
+                tolerances::swiglu_quantized(format, k, shape.lanes),
+            );
+            assert!(
+                c.passed(),
+                "{}",
+                c.describe(&format!("gate_up_swiglu {what}"))
+            );
+            let c = compare_scaled(
+                &up_got[t * m..(t + 1) * m],
+                &u,
+                &mu,
+                tolerances::gemv_quantized(format, k, shape.lanes),
+            );
+            assert!(
+                c.passed(),
+                "{}",
+                c.describe(&format!("grouped gemv {what}"))
+            );
+        }
+    }
+}
+
+#[test]
+fn qkv_rope_scale_reads_every_format() {
+    let Some(ctx) = gpu() else { return };
+    // Two heads of [latent 32 | rope 16], K = 64, two tokens after 3 cached positions.
+    let (period, dim, heads, k, t, pos0) = (48usize, 16usize, 2usize, 64usize, 2usize, 3usize);
+    let m = heads * period;
+    let (scale, theta) = (0.25f32, 10_000.0);
+    let w = weights(70, m, k);
+    let x = uniform_f32(71, t * k, 1.0);
+    let table = rope::cos_sin_table(pos0 + t, dim, theta);
+    let x_buf = storage_buffer(&ctx, "x", &x).unwrap();
+    let cs_buf = storage_buffer(&ctx, "cos_sin", &table).unwrap();
+    for format in Format::ALL {
+        let w_buf = storage_buffer(&ctx, "w", &matrix::encode(format, &w, m, k).unwrap()).unwrap();
+        let y_buf = storage_zeroed(&ctx, "y", (4 * t * m) as u64).unwrap();
+        let p = qkv_rope_scale::QkvRopeScaleParams {
+            m: m as u32,
+            k: k as u32,
+            tokens: t as u32,
+            pos0: pos0 as u32,
+            x_stride: (k / 4) as u32,
+            y_stride: m as u32,
+            rope_from: 0,
+            rope_period: period as u32,
+            rope_dim: dim as u32,
+            scale,
+            _pad: [0; 2],
+        };
+        let got = run(&ctx, &y_buf, |pass| {
+            let buffers = [&w_buf, &x_buf, &y_buf, &cs_buf];
+            qkv_rope_scale::dispatch(&ctx, pass, buffers, p, format).unwrap();
+        });
+        let deq = dequantize(&quantize(format, &w, m, k));
+        for tok in 0..t {
+            let xt = &x[tok * k..(tok + 1) * k];
+            let mut want = reference::gemv(&deq, xt, m, k);
+            let mag = reference::gemv_magnitude(&deq, xt, m, k);
+            let mut pair_mag = mag.clone();
+            for h in 0..heads {
+                let r = h * period + period - dim;
+                reference::rope(&mut want[r..r + dim], pos0 + tok, theta);
+                for i in 0..dim / 2 {
+                    let both = mag[r + i] + mag[r + i + dim / 2];
+                    pair_mag[r + i] = both;
+                    pair_mag[r + i + dim / 2] = both;
+                }
+            }
+            let want: Vec<f32> = want.iter().map(|v| v * scale).collect();
+            let pair_mag: Vec<f64> = pair_mag.iter().map(|v| v * f64::from(scale)).collect();
+            let c = compare_scaled(
+                &got[tok * m..(tok + 1) * m],
+                &want,
+                &pair_mag,
+                tolerances::rope_epilogue_quantized(format, k),
+            );
+            assert!(
+                c.passed(),
+                "{}",
+                c.describe(&format!("{} token {tok}", format.name()))
+            );
+        }
+    }
+}
+
+#[test]
+fn a_k_that_splits_a_chunk_is_refused() {
+    let Some(ctx) = gpu() else { return };
+    // 48 columns fill f32, f16 and int8 chunks but not FP4's 32-element ones.
+    let w_buf = storage_zeroed(&ctx, "w", 4096).unwrap();
+    let x_buf = storage_zeroed(&ctx, "x", 4096).unwrap();
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    let mut pass = encoder.begin_compute_pass(&Default::default());
+    for (format, ok) in [
+        (Format::Int8, true),
+        (Format::Nvfp4, false),
+        (Format::Mxfp4, false),
+    ] {
+        let shape = GemvShape::new(4, 48).with_format(format);
+        let r = gemv::dispatch(&ctx, &mut pass, &w_buf, &x_buf, &x_buf, shape);
+        assert_eq!(r.is_ok(), ok, "{format:?}: {r:?}");
+    }
+}
