@@ -182,3 +182,72 @@ fn gpu_greedy_tokens_do_not_depend_on_the_optimizations() {
     assert_eq!(all["submissions_per_step"], 1.0);
     assert_eq!(all["kernel_counts"]["moe_dispatch"], 3);
 }
+
+fn have_gpu() -> bool {
+    if moescope(&["adapter"]).status.success() {
+        return true;
+    }
+    assert_ne!(
+        std::env::var("MOESCOPE_REQUIRE_GPU").as_deref(),
+        Ok("1"),
+        "MOESCOPE_REQUIRE_GPU=1 but `moescope adapter` finds no GPU"
+    );
+    eprintln!("SKIPPED: no GPU adapter");
+    false
+}
+
+/// `--format` picks the weight format of the GPU engine and `moescope accuracy --format F
+/// --json` prints the accuracy contract fields. A format the CPU cannot run, or one that does
+/// not exist, is refused with a message.
+#[test]
+fn formats_generate_and_report_their_accuracy() {
+    let bad = moescope(&["accuracy", "--format", "fp3", "--json"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("nvfp4"));
+    let cpu = moescope(&[
+        "generate",
+        "--prompt",
+        "x",
+        "--tokens",
+        "1",
+        "--backend",
+        "cpu",
+        "--format",
+        "int8",
+    ]);
+    assert!(!cpu.status.success());
+    assert!(String::from_utf8_lossy(&cpu.stderr).contains("GPU"));
+    if !have_gpu() {
+        return;
+    }
+    let json = |args: &[&str]| {
+        let out = moescope(args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON")
+    };
+    let g = json(&[
+        "generate", "--prompt", "Hi", "--tokens", "3", "--format", "nvfp4", "--json",
+    ]);
+    assert_eq!(g["format"], "nvfp4");
+    let f32_bytes = json(&["generate", "--prompt", "Hi", "--tokens", "1", "--json"])
+        ["weight_bytes"]
+        .as_f64()
+        .unwrap();
+    assert!(g["weight_bytes"].as_f64().unwrap() < f32_bytes / 4.0);
+
+    let exact = json(&["accuracy", "--format", "f32", "--json"]);
+    assert_eq!(exact["top1_agreement"], 1.0);
+    assert!(exact["max_logit_error"].as_f64().unwrap() < 1e-3);
+    assert_eq!(exact["bytes_per_parameter"], 4.0);
+    let int8 = json(&["accuracy", "--format", "int8", "--json"]);
+    let top1 = int8["top1_agreement"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&top1));
+    // Quantization really happened: the logits move, the distributions diverge a little.
+    assert!(int8["max_logit_error"].as_f64().unwrap() > 1e-3);
+    assert!(int8["kl_divergence"].as_f64().unwrap() > 0.0);
+    assert_eq!(int8["bytes_per_parameter"], 1.125);
+}

@@ -8,6 +8,7 @@ use moescope_engine::model::generate::{generate, Engine, GenerateOptions, Genera
 use moescope_engine::model::tokenizer::encode;
 use moescope_engine::model::{MoeConfig, Weights};
 use moescope_engine::plan::Optimizations;
+use moescope_engine::quant::Format;
 use moescope_tests::gpu;
 
 #[test]
@@ -32,7 +33,7 @@ fn gpu_and_cpu_greedy_agree_or_report_the_tie() {
         };
         let on_cpu = run(Engine::cpu(w.clone()));
         for o in [Optimizations::none(), Optimizations::all()] {
-            let on_gpu = run(Engine::gpu(Arc::clone(&ctx), &w, o).unwrap());
+            let on_gpu = run(Engine::gpu(Arc::clone(&ctx), &w, o, Format::F32).unwrap());
             assert_eq!(on_gpu.optimizations, Some(o));
             assert_eq!(on_gpu.tokens.len(), 24);
             match on_gpu

@@ -263,3 +263,38 @@ fn forward_refuses_bad_input_without_changing_state() {
     let (out, _) = pollster::block_on(model.forward(&ctx, &[65])).unwrap();
     assert_eq!(out.logits.len(), w.config.vocab_size);
 }
+
+/// In a quantized format the switches still change no math: the eager baseline and every fusion
+/// on read the same quantized matrices (the query projection is one interleaved matrix on every
+/// path, so even FP8's 128×128 blocks are the same blocks). Also checks that the format was
+/// applied: its logits differ from f32's by more than f32 rounding.
+#[test]
+fn switches_change_no_math_in_quantized_formats() {
+    use moescope_engine::quant::Format;
+    let Some(ctx) = gpu() else { return };
+    let w = Weights::synthetic(&MoeConfig::deepseek_mini(), 5).unwrap();
+    let prompt = encode("Quantized experts");
+    let logits = |format: Format, o: Optimizations| {
+        let mut model = GpuModel::with_format(&ctx, &w, format).unwrap();
+        model.set_optimizations(o);
+        let (prefill, _) = pollster::block_on(model.forward(&ctx, &prompt)).unwrap();
+        let (step, _) = pollster::block_on(model.forward(&ctx, &[b'!' as u32])).unwrap();
+        [prefill.logits, step.logits].concat()
+    };
+    let f32_logits = logits(Format::F32, Optimizations::all());
+    let tol = tolerances::model_logits();
+    for format in [Format::Fp8E4m3, Format::Nvfp4, Format::Int8] {
+        let none = logits(format, Optimizations::none());
+        let all = logits(format, Optimizations::all());
+        let c = compare(&all, &none, tol);
+        assert!(
+            c.passed(),
+            "{}",
+            c.describe(&format!("{format:?}: all vs none"))
+        );
+        assert!(
+            !compare(&all, &f32_logits, tol).passed(),
+            "{format:?} logits are f32's: the format was not applied"
+        );
+    }
+}

@@ -14,6 +14,7 @@ use moescope_engine::model::generate::{Backend, Engine, GenerateOptions, Generat
 use moescope_engine::model::gpu::KernelLaunch;
 use moescope_engine::model::{tokenizer, MoeConfig, Weights};
 use moescope_engine::plan::Optimizations;
+use moescope_engine::quant::Format;
 use wasm_bindgen::JsCast;
 
 use super::{KernelTimeline, OptimizationSwitches};
@@ -74,7 +75,7 @@ async fn build_gpu(weights: &Weights, o: Optimizations) -> Result<Engine, String
     // costs one refcount here.
     #[allow(clippy::arc_with_non_send_sync)]
     let ctx = Arc::new(ctx);
-    Engine::gpu(ctx, weights, o).map_err(|e| e.to_string())
+    Engine::gpu(ctx, weights, o, Format::F32).map_err(|e| e.to_string())
 }
 
 /// Lets the browser paint between tokens.

@@ -3,6 +3,7 @@
 //! never asserted.
 
 pub mod decode;
+pub mod formats;
 
 use serde::Serialize;
 use web_time::Instant;

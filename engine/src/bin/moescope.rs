@@ -10,9 +10,11 @@ use std::io::Write;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use moescope_engine::model::accuracy;
 use moescope_engine::model::generate::{self, Engine, GenerateOptions, Sampling};
 use moescope_engine::model::{tokenizer, MoeConfig, Weights};
 use moescope_engine::plan::Optimizations;
+use moescope_engine::quant::Format;
 use moescope_engine::rack::{self, calibrate};
 use moescope_engine::{bench, gpu::GpuContext};
 
@@ -57,6 +59,21 @@ enum Command {
     },
     /// Generate text with deepseek-mini (greedy unless a temperature is given).
     Generate(GenerateArgs),
+    /// What a weight format costs in accuracy against f32 over the fixed prompt set (GPU).
+    Accuracy {
+        /// The weight format of the block projections.
+        #[arg(long, value_parser = parse_format)]
+        format: Format,
+        /// Seeds the synthetic weights (without --weights).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// A safetensors weight file (default: synthetic weights from --seed).
+        #[arg(long)]
+        weights: Option<std::path::PathBuf>,
+        /// Print JSON instead of a line of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// The rack model: estimates for a scenario file (TOML or JSON), and its calibration.
     Rack {
         #[command(subcommand)]
@@ -107,6 +124,9 @@ enum Suite {
     /// The rack model's speed (CPU only): eval and a 64-point sweep of every scenario in
     /// scenarios/.
     Rack,
+    /// Every weight format, all switches on: decode time per step, bytes, model size and the
+    /// accuracy against f32.
+    Formats,
 }
 
 fn main() -> ExitCode {
@@ -167,8 +187,16 @@ fn run(cli: Cli) -> Result<(), String> {
             } else {
                 print_bandwidth(&report);
             }
-            if let Some(bad) = report.gemv.iter().find(|g| !g.passed) {
-                let what = format!("gemv (lanes {}) against the reference", bad.lanes);
+            let all = report
+                .gemv
+                .iter()
+                .chain(report.formats.iter().map(|f| &f.best));
+            if let Some(bad) = all.into_iter().find(|g| !g.passed) {
+                let what = format!(
+                    "gemv ({}, lanes {}) against the reference",
+                    bad.format.name(),
+                    bad.lanes
+                );
                 return Err(bad.comparison.describe(&what));
             }
         }
@@ -202,7 +230,55 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
             }
         }
+        Command::Bench {
+            suite: Suite::Formats,
+            prompt_tokens,
+            steps,
+            rounds,
+            json,
+            ..
+        } => {
+            let ctx = gpu_context()?;
+            let options = bench::decode::DecodeBenchOptions {
+                prompt_tokens,
+                steps,
+                rounds,
+                seed: 0,
+            };
+            let report = pollster::block_on(bench::formats::run(&ctx, options))
+                .map_err(|e| e.to_string())?;
+            if json {
+                println!("{}", to_json(&report)?);
+            } else {
+                print_formats(&report);
+            }
+        }
         Command::Generate(args) => run_generate(args)?,
+        Command::Accuracy {
+            format,
+            seed,
+            weights,
+            json,
+        } => {
+            let weights = load_weights(weights.as_deref(), seed)?;
+            let ctx = gpu_context()?;
+            let a = pollster::block_on(accuracy::measure(&ctx, &weights, format))
+                .map_err(|e| e.to_string())?;
+            if json {
+                println!("{}", to_json(&a)?);
+            } else {
+                println!(
+                    "{}: top-1 agreement {:.4}, KL {:.3e} nats, max logit error {:.3e}, {:.4} bytes/parameter, model {:.2} MB ({} positions)",
+                    a.format.name(),
+                    a.top1_agreement,
+                    a.kl_divergence,
+                    a.max_logit_error,
+                    a.bytes_per_parameter,
+                    a.model_bytes as f64 / 1e6,
+                    a.positions
+                );
+            }
+        }
         Command::Rack { command } => run_rack(command)?,
     }
     Ok(())
@@ -235,9 +311,32 @@ struct GenerateArgs {
     /// switches (see `moescope bench decode`).
     #[arg(long, default_value = "all", value_parser = parse_optimizations)]
     opt: Optimizations,
+    /// The weight format of the block projections (GPU; quantized from the f32 weights at
+    /// load).
+    #[arg(long, default_value = "f32", value_parser = parse_format)]
+    format: Format,
     /// Print one JSON object instead of streaming the text.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_format(text: &str) -> Result<Format, String> {
+    Format::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown format {text:?}; one of {}", names.join(", "))
+    })
+}
+
+fn load_weights(path: Option<&std::path::Path>, seed: u64) -> Result<Weights, String> {
+    let config = MoeConfig::deepseek_mini();
+    match path {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Weights::from_safetensors(&bytes, &config)
+                .map_err(|e| format!("{}: {e}", path.display()))
+        }
+        None => Weights::synthetic(&config, seed).map_err(|e| e.to_string()),
+    }
 }
 
 fn parse_optimizations(text: &str) -> Result<Optimizations, String> {
@@ -245,20 +344,17 @@ fn parse_optimizations(text: &str) -> Result<Optimizations, String> {
 }
 
 fn run_generate(a: GenerateArgs) -> Result<(), String> {
-    let config = MoeConfig::deepseek_mini();
-    let weights = match &a.weights {
-        Some(path) => {
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            Weights::from_safetensors(&bytes, &config)
-                .map_err(|e| format!("{}: {e}", path.display()))?
-        }
-        None => Weights::synthetic(&config, a.seed).map_err(|e| e.to_string())?,
-    };
+    let weights = load_weights(a.weights.as_deref(), a.seed)?;
     let mut engine = match a.backend {
-        BackendArg::Cpu => Engine::cpu(weights),
-        BackendArg::Gpu => {
-            Engine::gpu(Arc::new(gpu_context()?), &weights, a.opt).map_err(|e| e.to_string())?
+        BackendArg::Cpu if a.format != Format::F32 => {
+            return Err(format!(
+                "--format {} runs on the GPU engine; the CPU reference computes in f32",
+                a.format.name()
+            ))
         }
+        BackendArg::Cpu => Engine::cpu(weights),
+        BackendArg::Gpu => Engine::gpu(Arc::new(gpu_context()?), &weights, a.opt, a.format)
+            .map_err(|e| e.to_string())?,
     };
     let sampling = match a.temperature {
         None => Sampling::Greedy,
@@ -294,10 +390,11 @@ fn run_generate(a: GenerateArgs) -> Result<(), String> {
     } else {
         println!();
         eprintln!(
-            "{} tokens on {} ({}, optimizations: {}): {:.2} ms/step ({:.1} tokens/s), {:.0} kernels and {:.0} submissions/step, {:.2} MB/step; prefill {:.1} ms",
+            "{} tokens on {} ({}, {} weights, optimizations: {}): {:.2} ms/step ({:.1} tokens/s), {:.0} kernels and {:.0} submissions/step, {:.2} MB/step; prefill {:.1} ms",
             result.tokens.len(),
             result.backend.name(),
             result.adapter,
+            result.format.name(),
             result.optimizations.map_or("none (cpu)".into(), |o| o.label()),
             result.ms_per_step,
             result.tokens_per_s,
@@ -350,6 +447,63 @@ fn print_bandwidth(r: &bench::BandwidthReport) {
         println!(
             "gemv {}x{}; best gemv/copy bandwidth {:.3}",
             g.m, g.k, r.best_gemv_over_copy
+        );
+    }
+    println!(
+        "{:<10} {:>7} {:>6} {:>12} {:>14} {:>10} {:>10} {:>8}",
+        "format", "rows", "lanes", "MB streamed", "us/dispatch", "GB/s", "vs copy", "check"
+    );
+    for f in &r.formats {
+        let (g, t) = (&f.best, &f.best.time);
+        println!(
+            "{:<10} {:>7} {:>6} {:>12.1} {:>14.1} {:>10.1} {:>10.3} {:>8}",
+            f.format.name(),
+            g.m,
+            g.lanes,
+            t.bytes_moved as f64 / 1e6,
+            t.per_dispatch_us,
+            t.gb_per_s,
+            f.over_copy,
+            if g.passed { "ok" } else { "MISMATCH" }
+        );
+    }
+}
+
+fn print_formats(r: &bench::formats::FormatBench) {
+    println!(
+        "adapter: {} ({}, {}); {} context tokens, {} steps x {} rounds; all switches on",
+        r.adapter.name,
+        r.adapter.backend,
+        r.adapter.driver,
+        r.options.prompt_tokens,
+        r.options.steps,
+        r.options.rounds
+    );
+    println!(
+        "{:<10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>10} {:>10}",
+        "format",
+        "B/param",
+        "model MB",
+        "MB/step",
+        "ms/step",
+        "vs f32",
+        "top-1",
+        "KL nats",
+        "max err"
+    );
+    for row in &r.rows {
+        let a = &row.accuracy;
+        println!(
+            "{:<10} {:>9.4} {:>9.2} {:>9.2} {:>9.3} {:>9.2}x {:>8.4} {:>10.2e} {:>10.2e}",
+            row.format.name(),
+            a.bytes_per_parameter,
+            a.model_bytes as f64 / 1e6,
+            row.bytes_per_step as f64 / 1e6,
+            row.ms_per_step,
+            row.speedup_vs_f32,
+            a.top1_agreement,
+            a.kl_divergence,
+            a.max_logit_error
         );
     }
 }

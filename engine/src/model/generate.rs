@@ -13,6 +13,7 @@ use web_time::Instant;
 use crate::gpu::GpuContext;
 
 use crate::plan::Optimizations;
+use crate::quant::Format;
 
 use super::gpu::{GpuModel, KernelLaunch};
 use super::reference::{self, ForwardOutput, KvCache};
@@ -71,15 +72,33 @@ impl Engine {
         Engine::Cpu { weights, cache }
     }
 
-    /// The WebGPU engine running the kernels that `optimizations` selects.
+    /// The WebGPU engine running the kernels that `optimizations` selects, with the block
+    /// projections quantized to `format` (`GpuModel::with_format`).
     pub fn gpu(
         ctx: Arc<GpuContext>,
         weights: &Weights,
         optimizations: Optimizations,
+        format: Format,
     ) -> Result<Self, ModelError> {
-        let mut model = GpuModel::new(&ctx, weights)?;
+        let mut model = GpuModel::with_format(&ctx, weights, format)?;
         model.set_optimizations(optimizations);
         Ok(Engine::Gpu { ctx, model })
+    }
+
+    /// The weight format: the GPU's, or f32 on the CPU reference.
+    pub fn format(&self) -> Format {
+        match self {
+            Engine::Cpu { .. } => Format::F32,
+            Engine::Gpu { model, .. } => model.format(),
+        }
+    }
+
+    /// Bytes of weights the engine holds (GPU buffers with their scales; the CPU's f32 tensors).
+    pub fn weight_bytes(&self) -> u64 {
+        match self {
+            Engine::Cpu { weights, .. } => 4 * weights.config.total_params() as u64,
+            Engine::Gpu { model, .. } => model.weight_bytes(),
+        }
     }
 
     /// The switches in force (GPU), or `None` on the CPU, which runs no kernels.
@@ -269,6 +288,10 @@ pub struct Generation {
     pub bytes_per_step: f64,
     /// The switches that chose the kernels (GPU only).
     pub optimizations: Option<Optimizations>,
+    /// The format of the block projections (f32 on the CPU).
+    pub format: Format,
+    /// Bytes of weights the engine holds, scales included.
+    pub weight_bytes: u64,
     /// How many times each kernel ran in the last decode step (GPU only).
     pub kernel_counts: std::collections::BTreeMap<&'static str, usize>,
     /// For each generated token and MoE layer, the chosen expert ids.
@@ -400,6 +423,8 @@ impl Generator {
             submissions_per_step: self.steps.iter().map(|s| s.submissions as f64).sum::<f64>() / n,
             bytes_per_step: self.steps.iter().map(|s| s.bytes as f64).sum::<f64>() / n,
             optimizations: engine.optimizations(),
+            format: engine.format(),
+            weight_bytes: engine.weight_bytes(),
             kernel_counts: self.steps.last().map_or_else(Default::default, |s| {
                 let mut counts = std::collections::BTreeMap::new();
                 for k in &s.trace {

@@ -129,6 +129,8 @@ pub struct GpuModel {
     config: MoeConfig,
     /// The format of every projection inside the blocks (attention, dense FFN, experts).
     format: Format,
+    /// Parameters and bytes (scales included) of those projections.
+    quantized: (u64, u64),
     embed: wgpu::Buffer,
     layers: Vec<GpuLayer>,
     norm: wgpu::Buffer,
@@ -159,9 +161,16 @@ impl GpuModel {
         let c = w.config.clone();
         c.validate()?;
         let up = |name: &str, data: &[f32]| storage_buffer(ctx, name, data);
+        // Parameters and bytes of the quantized projections.
+        let counted = std::cell::Cell::new((0u64, 0u64));
         let quantized = |name: &str, matrices: &[(&[f32], usize, usize)]| {
             let mut words = Vec::new();
             for &(data, rows, cols) in matrices {
+                let (p, b) = counted.get();
+                counted.set((
+                    p + (rows * cols) as u64,
+                    b + matrix::matrix_bytes(format, rows, cols),
+                ));
                 words.extend(
                     matrix::encode(format, data, rows, cols)
                         .map_err(|e| ModelError::Kernel(e.into()))?,
@@ -232,6 +241,7 @@ impl GpuModel {
             layers,
             config: c,
             format,
+            quantized: counted.get(),
             optimizations: Optimizations::none(),
             profiler: None,
             len: 0,
@@ -245,6 +255,12 @@ impl GpuModel {
     /// The format of the projections inside the blocks.
     pub fn format(&self) -> Format {
         self.format
+    }
+
+    /// Bytes per parameter of the projections in `format`, scales included.
+    pub fn bytes_per_parameter(&self) -> f64 {
+        let (params, bytes) = self.quantized;
+        bytes as f64 / params.max(1) as f64
     }
 
     /// Bytes of weights on the GPU, scales included.
