@@ -124,6 +124,23 @@ test('the sandbox generates on WebGPU; flipping the switches changes the kernels
   });
 });
 
+test('a weight format is picked, generates on WebGPU, and reports its accuracy against f32', async () => {
+  await withPage({ webgpu: true }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/sandbox`);
+    await page.getByTestId('generator').waitFor();
+    await page.getByTestId('gen-format').selectOption('nvfp4');
+    await generate(page, 2);
+    assert.match(await page.getByTestId('gen-backend').innerText(), /nvfp4 weights \([\d.]+ MB on the GPU\)/);
+    await page.getByTestId('format-measure').click();
+    const result = page.getByTestId('format-accuracy');
+    await result.waitFor({ timeout: 300_000 });
+    const text = await result.innerText();
+    assert.match(text, /nvfp4 against f32 over \d+ positions .*top-1 agreement [\d.]+%, KL divergence [\d.e+-]+ nats, max logit error [\d.]+; 0\.563 bytes per parameter/, text);
+    await page.getByTestId('format-picker').screenshot({ path: `${outputDir}/format-picker.png` });
+    assert.deepEqual(problems, []);
+  });
+});
+
 test('the switch benchmark runs every variant on WebGPU with the same logits', async () => {
   await withPage({ webgpu: true }, async ({ page, problems }) => {
     await page.goto(`${server.base}#/sandbox`);
