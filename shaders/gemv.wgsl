@@ -3,7 +3,7 @@
 // T = 1 is a decode GEMV; T > 1 is prefill (each workgroup still streams its rows of W once per
 // token, which is cheap at the sandbox's size and keeps one kernel for every projection).
 //
-// One workgroup of 256 invocations computes ROWS = 256 / LANES consecutive rows of one token
+// One workgroup of 256 invocations computes PASS·ROWS_PER_LANE rows (PASS = 256 / LANES) of one token
 // (grid z = token); LANES lanes share a row and read it as vec4s, so each row is streamed in
 // coalesced runs of LANES·16 bytes (one 16-byte chunk per lane: 4 f32 weights, or 32 FP4 ones). x is staged in workgroup memory one tile of TILE_K4 vec4s at a
 // time and read by all ROWS rows from there. Each lane keeps one partial sum; a row's partials
@@ -23,7 +23,14 @@
 // the workgroup index is wg.x + wg.y · num_workgroups.x, and rows past M are skipped.
 
 override LANES: u32 = 32u;
+// Rows each lane group computes (1 to MAX_ROWS_PER_LANE). Narrow weights cover so many x values
+// per 16-byte chunk that a tile gives a lane only one or two chunks of a row; several rows give it
+// that many independent loads in flight, and reuse each x read from the tile.
+override ROWS_PER_LANE: u32 = 1u;
+const MAX_ROWS_PER_LANE: u32 = 8u;
 const WORKGROUP: u32 = 256u;
+// Lane groups in a workgroup: rows per pass over the lane groups.
+override PASS: u32 = WORKGROUP / LANES;
 const TILE_K4: u32 = 256u;     // 1024 floats of x per tile
 
 struct GemvParams {
@@ -61,7 +68,8 @@ fn gemv(
     @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
     let lane = lid % LANES;
-    let row = (wg.x + wg.y * nwg.x) * (WORKGROUP / LANES) + lid / LANES;
+    // Lane group g of the workgroup computes rows first, first + PASS, ... (ROWS_PER_LANE rows).
+    let first = (wg.x + wg.y * nwg.x) * PASS * ROWS_PER_LANE + lid / LANES;
     let z = wg.z;
     let k4 = params.k / 4u;
     var expert = 0u;
@@ -70,37 +78,47 @@ fn gemv(
     }
     // An expert id out of range (never written by our router) computes nothing rather than
     // reading another buffer's bytes.
-    let live = row < params.m && expert < params.experts;
+    let live = expert < params.experts;
     let matrix = params.w_offset + expert * params.expert_stride;
     let x_base = params.x_offset + z * params.x_stride;
 
-    var acc = 0.0;
+    var acc = array<f32, MAX_ROWS_PER_LANE>();
     for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
         let tile_len = min(TILE_K4, k4 - t0);
         for (var i = lid; i < tile_len; i += WORKGROUP) {
-            x_tile[i] = x[x_base + t0 + i];
+            x_tile[x_slot(i)] = x[x_base + t0 + i];
         }
         workgroupBarrier();
         if (live) {
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
-                acc += weight_chunk_dot(matrix, params.m, params.k, row, t0 / CHUNK_X4 + i, i * CHUNK_X4);
+                for (var r = 0u; r < ROWS_PER_LANE; r++) {
+                    let row = first + r * PASS;
+                    if (row < params.m) {
+                        acc[r] += weight_chunk_dot(matrix, params.m, params.k, row, t0 / CHUNK_X4 + i, i * CHUNK_X4);
+                    }
+                }
             }
         }
         // Nobody overwrites the tile before every row has read it.
         workgroupBarrier();
     }
 
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if (lane < stride) {
-            partial[lid] += partial[lid + stride];
-        }
+    for (var r = 0u; r < ROWS_PER_LANE; r++) {
+        let row = first + r * PASS;
+        partial[lid] = acc[r];
         workgroupBarrier();
-    }
-    if (lane == 0u && row < params.m) {
-        let out = params.y_offset + z * params.y_stride
-            + (row / params.seg) * params.seg_stride + row % params.seg;
-        y[out] = partial[lid];
+        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+            if (lane < stride) {
+                partial[lid] += partial[lid + stride];
+            }
+            workgroupBarrier();
+        }
+        if (lane == 0u && row < params.m) {
+            let out = params.y_offset + z * params.y_stride
+                + (row / params.seg) * params.seg_stride + row % params.seg;
+            y[out] = partial[lid];
+        }
+        // The next row's partials wait until this row's sum is written.
+        workgroupBarrier();
     }
 }

@@ -61,7 +61,7 @@ fn qkv_rope_scale(
     for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
         let tile_len = min(TILE_K4, k4 - t0);
         for (var i = lid; i < tile_len; i += WORKGROUP) {
-            x_tile[i] = x[x_base + t0 + i];
+            x_tile[x_slot(i)] = x[x_base + t0 + i];
         }
         workgroupBarrier();
         if (row < params.m) {

@@ -304,3 +304,31 @@ fn a_k_that_splits_a_chunk_is_refused() {
         assert_eq!(r.is_ok(), ok, "{format:?}: {r:?}");
     }
 }
+
+#[test]
+fn a_nan_fp8_weight_makes_its_row_nan_as_dequantizing_does() {
+    let Some(ctx) = gpu() else { return };
+    let (m, k) = (4usize, 64usize);
+    let mut w = weights(80, m, k);
+    w[k + 5] = f32::NAN; // row 1
+    let x = uniform_f32(81, k, 1.0);
+    let format = Format::Fp8E4m3;
+    let w_buf = storage_buffer(&ctx, "w", &matrix::encode(format, &w, m, k).unwrap()).unwrap();
+    let x_buf = storage_buffer(&ctx, "x", &x).unwrap();
+    let y_buf = storage_zeroed(&ctx, "y", (4 * m) as u64).unwrap();
+    let shape = GemvShape::new(m as u32, k as u32).with_format(format);
+    let got = run(&ctx, &y_buf, |pass| {
+        gemv::dispatch(&ctx, pass, &w_buf, &x_buf, &y_buf, shape).unwrap();
+    });
+    let want = reference::gemv(&dequantize(&quantize(format, &w, m, k)), &x, m, k);
+    for r in 0..m {
+        assert_eq!(
+            got[r].is_nan(),
+            want[r].is_nan(),
+            "row {r}: {} vs {}",
+            got[r],
+            want[r]
+        );
+    }
+    assert!(got[1].is_nan());
+}

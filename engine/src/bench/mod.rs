@@ -80,7 +80,11 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Runs `record` `iterations` times, each in its own timed compute pass of one command buffer.
+/// Untimed passes before the timed ones.
+const WARM_UP_PASSES: u32 = 64;
+
+/// Runs `record` `iterations` times, each in its own timed compute pass of one command buffer,
+/// after an untimed warm-up.
 async fn time_passes(
     ctx: &GpuContext,
     label: &str,
@@ -88,6 +92,18 @@ async fn time_passes(
     bytes_moved: u64,
     record: &dyn Fn(&mut wgpu::ComputePass<'_>) -> Result<(), KernelError>,
 ) -> Result<KernelTime, KernelError> {
+    // Warm-up, untimed and waited for: the GPU idles while the host prepares the next matrix,
+    // and a short burst right after would run at idle clocks (on the H200 that made the same
+    // kernel 3-6x slower from one run to the next).
+    let mut warm = ctx.device.create_command_encoder(&Default::default());
+    for _ in 0..iterations.max(WARM_UP_PASSES) {
+        let mut pass = warm.begin_compute_pass(&Default::default());
+        record(&mut pass)?;
+    }
+    ctx.queue.submit([warm.finish()]);
+    let probe = storage_zeroed(ctx, "warm-up probe", 4)?;
+    read_back::<u32>(ctx, &probe).await?;
+
     let mut profiler = Profiler::new(ctx, iterations);
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
     for _ in 0..iterations {

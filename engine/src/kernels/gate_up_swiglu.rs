@@ -35,5 +35,10 @@ pub fn dispatch(
             got: layout.seg.into(),
         });
     }
-    gemv::record(ctx, pass, SHADER, buffers, shape, layout, 2)
+    let kernel = gemv::GemvKernel {
+        source: SHADER,
+        matrices: 2,
+        rows_per_lane: None,
+    };
+    gemv::record(ctx, pass, kernel, buffers, shape, layout)
 }

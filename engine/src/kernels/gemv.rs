@@ -165,20 +165,45 @@ pub fn dispatch_layout(
     shape: GemvShape,
     layout: GemvLayout,
 ) -> Result<u64, KernelError> {
-    record(ctx, pass, SHADER, buffers, shape, layout, 1)
+    let kernel = GemvKernel {
+        source: SHADER,
+        matrices: 1,
+        rows_per_lane: Some(rows_per_lane(shape.format)),
+    };
+    record(ctx, pass, kernel, buffers, shape, layout)
+}
+
+/// A gemv-shaped kernel: its source, how many matrices (one, or gate and up) each output row
+/// reads, and the `ROWS_PER_LANE` it takes (None: it has none; one row per lane group).
+pub(crate) struct GemvKernel {
+    pub source: ShaderSource,
+    pub matrices: u32,
+    pub rows_per_lane: Option<u32>,
+}
+
+/// Rows each lane group computes: 1 for 32- and 16-bit weights, whose tile gives each lane 4 to 8
+/// chunks of its row; 4 and 8 for 8- and 4-bit weights, which would otherwise get 2 and 1.
+pub fn rows_per_lane(format: Format) -> u32 {
+    match matrix::code_bits(format) {
+        8 => 4,
+        4 => 8,
+        _ => 1,
+    }
 }
 
 /// The body of every gemv-shaped kernel (gemv, gate_up_swiglu): checks the layout against the
-/// buffers, then records `source`. `matrices` is how many matrices (one, or gate and up) each
-/// output row reads.
+/// buffers, then records the kernel.
 pub(crate) fn record(
     ctx: &GpuContext,
     pass: &mut wgpu::ComputePass<'_>,
-    source: ShaderSource,
+    GemvKernel {
+        source,
+        matrices,
+        rows_per_lane,
+    }: GemvKernel,
     [w, x, y, meta]: [&wgpu::Buffer; 4],
     shape: GemvShape,
     layout: GemvLayout,
-    matrices: u32,
 ) -> Result<u64, KernelError> {
     let GemvShape {
         m,
@@ -242,13 +267,18 @@ pub(crate) fn record(
         _pad: [0; 2],
     };
     let [f, c] = format_constants(format);
+    let mut constants = vec![("LANES", f64::from(lanes)), f, c];
+    if let Some(r) = rows_per_lane {
+        constants.push(("ROWS_PER_LANE", f64::from(r)));
+    }
+    let rows_per_workgroup = (WORKGROUP / lanes) * rows_per_lane.unwrap_or(1);
     launch_grid(
         ctx,
         pass,
-        (source, &[("LANES", f64::from(lanes)), f, c]),
+        (source, &constants),
         &params,
         &[w, x, y, meta],
-        grid(ctx, m, lanes, l.tokens)?,
+        grid(ctx, m, rows_per_workgroup, l.tokens)?,
     )?;
     // Each distinct matrix is read at least once: one for a plain projection; for grouped experts
     // at most one per token (exact at decode, where top-k experts are distinct).
@@ -263,10 +293,10 @@ pub(crate) fn record(
     )
 }
 
-/// Rows spread over a 2D grid (256 / lanes rows per workgroup), tokens along z.
-fn grid(ctx: &GpuContext, m: u32, lanes: u32, tokens: u32) -> Result<(u32, u32, u32), KernelError> {
+/// Rows spread over a 2D grid (`rows` per workgroup), tokens along z.
+fn grid(ctx: &GpuContext, m: u32, rows: u32, tokens: u32) -> Result<(u32, u32, u32), KernelError> {
     let max = ctx.adapter.limits.max_compute_workgroups_per_dimension;
-    let (gx, gy) = grid_2d(u64::from(m).div_ceil(u64::from(WORKGROUP / lanes)), max)?;
+    let (gx, gy) = grid_2d(u64::from(m).div_ceil(u64::from(rows)), max)?;
     Ok((gx, gy, tokens))
 }
 
