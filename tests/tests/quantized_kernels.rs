@@ -332,3 +332,36 @@ fn a_nan_fp8_weight_makes_its_row_nan_as_dequantizing_does() {
     }
     assert!(got[1].is_nan());
 }
+
+/// Large matrices of 8- and 4-bit weights run with several rows per lane group
+/// (`gemv::rows_per_lane`): the same results, the last group partial.
+#[test]
+fn grouped_rows_on_large_narrow_matrices() {
+    let Some(ctx) = gpu() else { return };
+    let (m, k) = (32_768 + 37, 64usize);
+    let w = weights(90, m, k);
+    let x = uniform_f32(91, k, 1.0);
+    let x_buf = storage_buffer(&ctx, "x", &x).unwrap();
+    for (format, rows) in [
+        (Format::Int8, 4),
+        (Format::Fp8E4m3, 4),
+        (Format::Nvfp4, 8),
+        (Format::Mxfp4, 8),
+    ] {
+        let shape = GemvShape::new(m as u32, k as u32).with_format(format);
+        assert_eq!(gemv::rows_per_lane(shape), rows, "{format:?}");
+        let w_buf = storage_buffer(&ctx, "w", &matrix::encode(format, &w, m, k).unwrap()).unwrap();
+        let y_buf = storage_buffer(&ctx, "y", &vec![f32::NAN; m]).unwrap();
+        let got = run(&ctx, &y_buf, |pass| {
+            gemv::dispatch(&ctx, pass, &w_buf, &x_buf, &y_buf, shape).unwrap();
+        });
+        let deq = dequantize(&quantize(format, &w, m, k));
+        let c = compare_scaled(
+            &got,
+            &reference::gemv(&deq, &x, m, k),
+            &reference::gemv_magnitude(&deq, &x, m, k),
+            tolerances::gemv_quantized(format, k, shape.lanes),
+        );
+        assert!(c.passed(), "{}", c.describe(format.name()));
+    }
+}

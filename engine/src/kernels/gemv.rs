@@ -168,7 +168,7 @@ pub fn dispatch_layout(
     let kernel = GemvKernel {
         source: SHADER,
         matrices: 1,
-        rows_per_lane: Some(rows_per_lane(shape.format)),
+        rows_per_lane: Some(rows_per_lane(shape)),
     };
     record(ctx, pass, kernel, buffers, shape, layout)
 }
@@ -181,14 +181,26 @@ pub(crate) struct GemvKernel {
     pub rows_per_lane: Option<u32>,
 }
 
-/// Rows each lane group computes: 1 for 32- and 16-bit weights, whose tile gives each lane 4 to 8
-/// chunks of its row; 4 and 8 for 8- and 4-bit weights, which would otherwise get 2 and 1.
-pub fn rows_per_lane(format: Format) -> u32 {
-    match matrix::code_bits(format) {
+/// Workgroups a launch keeps at least, when choosing rows per lane group: enough to fill a large
+/// GPU several times over.
+const MIN_WORKGROUPS: u64 = 512;
+
+/// Rows each lane group computes. 32- and 16-bit weights: 1 (the tile already gives each lane 4
+/// to 8 chunks of its row). 8- and 4-bit weights: up to 4 and 8, which would otherwise get 2 and
+/// 1 chunk per tile, but only while the launch keeps `MIN_WORKGROUPS`: the model's small
+/// matrices need the workgroups more than the loads in flight.
+pub fn rows_per_lane(shape: GemvShape) -> u32 {
+    let most = match matrix::code_bits(shape.format) {
         8 => 4,
         4 => 8,
         _ => 1,
+    };
+    let pass = u64::from(WORKGROUP / shape.lanes);
+    let mut r = most;
+    while r > 1 && u64::from(shape.m).div_ceil(pass * u64::from(r)) < MIN_WORKGROUPS {
+        r /= 2;
     }
+    r
 }
 
 /// The body of every gemv-shaped kernel (gemv, gate_up_swiglu): checks the layout against the
@@ -333,6 +345,26 @@ pub fn bytes_moved(shape: GemvShape) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn narrow_formats_group_rows_only_on_large_matrices() {
+        use super::{rows_per_lane, GemvShape};
+        use crate::quant::Format;
+        let big = GemvShape::new(58_112, 8192);
+        assert_eq!(rows_per_lane(big.with_format(Format::Nvfp4)), 8);
+        assert_eq!(rows_per_lane(big.with_format(Format::Int8)), 4);
+        assert_eq!(rows_per_lane(big), 1);
+        // deepseek-mini's largest projection keeps one row per lane group.
+        assert_eq!(
+            rows_per_lane(GemvShape::new(768, 256).with_format(Format::Nvfp4)),
+            1
+        );
+        // 8192 rows in 8-row passes: 1024 workgroups at 1 row, 512 at 2.
+        assert_eq!(
+            rows_per_lane(GemvShape::new(8192, 256).with_format(Format::Mxfp4)),
+            2
+        );
+    }
+
     #[test]
     fn params_match_the_wgsl_struct_size() {
         // struct GemvParams: fourteen u32 and two of padding = 64 bytes.
