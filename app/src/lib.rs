@@ -4,6 +4,7 @@
 mod app;
 pub mod components;
 pub mod pages;
+pub mod rack_state;
 pub mod state;
 
 pub use app::App;

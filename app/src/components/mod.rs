@@ -6,7 +6,9 @@ mod header;
 mod kernel_check;
 mod kernel_timeline;
 mod optimization_switches;
+mod rack_charts;
 mod route_error_panel;
+mod ticks;
 mod webgpu_banner;
 
 pub use decode_bench::DecodeBenchPanel;
@@ -15,5 +17,6 @@ pub use header::Header;
 pub use kernel_check::KernelCheck;
 pub use kernel_timeline::KernelTimeline;
 pub use optimization_switches::OptimizationSwitches;
+pub use rack_charts::{Measured, ParetoChart, StepBreakdownBar, WaterfallChart};
 pub use route_error_panel::RouteErrorPanel;
 pub use webgpu_banner::WebGpuBanner;

@@ -1,19 +1,69 @@
-//! `#/embed/<view>?<state>`: one view alone, for an iframe. The views arrive with the UI issue;
-//! the route and its error handling are real already.
+//! `#/embed/<view>?<state>`: one view alone, for an iframe, with its whole state in the URL (the
+//! rack explorer's format, `rack_state`). Settings it cannot read are listed in the widget and
+//! replaced by defaults. The sandbox views are not embeddable yet and say so.
 
 use leptos::prelude::*;
+use moescope_engine::rack::scenario::Phase;
 
+use super::rack_explorer::{compute, RackPareto, RackSummary, RackWaterfall};
+use crate::components::StepBreakdownBar;
+use crate::rack_state;
 use crate::state::EmbedView;
 
 #[component]
 pub fn EmbedPage(view: EmbedView, state: String) -> impl IntoView {
-    view! {
-        <main class="embed" data-testid="embed">
+    let rack_view = matches!(
+        view,
+        EmbedView::RackSummary | EmbedView::Pareto | EmbedView::Waterfall
+    );
+    let open = format!("#/rack?{state}");
+    let body = if rack_view {
+        let (f, warnings) = rack_state::parse(&state);
+        // From the settings, not the preset's name: the URL may have changed any of them.
+        let phase = if f.phase == Phase::Serve {
+            "serving"
+        } else {
+            "decode"
+        };
+        let title = format!("{} · {} · {phase}", f.system, f.model);
+        let content = match compute(&f) {
+            Err(e) => view! { <p class="bad" data-testid="embed-error">{format!("This deployment cannot run: {e}")}</p> }.into_any(),
+            Ok(c) => match view {
+                EmbedView::Pareto => view! { <RackPareto c=c /> }.into_any(),
+                EmbedView::Waterfall => view! { <RackWaterfall c=c /> }.into_any(),
+                _ => view! {
+                    <RackSummary c=c.clone() />
+                    <StepBreakdownBar breakdown=c.eval.breakdown_us step_time_us=c.eval.step_time_us />
+                }
+                .into_any(),
+            },
+        };
+        view! {
+            <h2 class="embed-title">{title}</h2>
+            {(!warnings.is_empty()).then(|| view! {
+                <div class="banner warn" data-testid="embed-warnings">
+                    <p>"Settings replaced by defaults:"</p>
+                    <ul>{warnings.into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
+                </div>
+            })}
+            {content}
+            <p class="muted">"Estimates from MoEscope's calibrated rack model. "
+                <a href=open target="_blank" rel="noopener">"Open in MoEscope"</a>
+            </p>
+        }
+        .into_any()
+    } else {
+        view! {
             <p class="muted">
-                {format!("MoEscope embed \u{201c}{}\u{201d}: this view is not built yet.", view.slug())}
-                {(!state.is_empty()).then(|| format!(" Its state ({} characters) will be read from the URL.", state.len()))}
+                {format!("MoEscope embed \u{201c}{}\u{201d}: this view is not embeddable yet.", view.slug())}
             </p>
             <a href="#/sandbox" target="_blank" rel="noopener">"Open MoEscope"</a>
+        }
+        .into_any()
+    };
+    view! {
+        <main class="embed" data-testid="embed" data-view=view.slug()>
+            {body}
         </main>
     }
 }

@@ -3,6 +3,7 @@
 mod embed;
 mod labs;
 mod rack;
+pub mod rack_explorer;
 mod sandbox;
 
 pub use embed::EmbedPage;

@@ -1,9 +1,11 @@
-//! The rack: a calibrated analytic model of GB200 NVL72 and its peers. Today the page shows the
-//! model's calibration, computed in the browser from the committed fit; the interactive
-//! explorer (sliders, Pareto curve, waterfall) lands with the UI issue.
+//! The rack: a calibrated analytic model of GB200 NVL72 and its peers. The explorer
+//! (`RackExplorer`) evaluates the visitor's scenario in the browser on every change; below it,
+//! the model's calibration against the public figures.
 
 use leptos::prelude::*;
 use moescope_engine::rack::{calibrate, params::BOUNDS, Params};
+
+use super::rack_explorer::RackExplorer;
 
 fn now_ms() -> f64 {
     web_sys::window()
@@ -93,13 +95,14 @@ pub fn RackPage() -> impl IntoView {
     };
     view! {
         <h1>"Rack"</h1>
-        <p>
+        <p class="lead">
             "A calibrated analytic model of a GB200 NVL72 rack (and DGX B200, HGX H800/H200/H100) serving "
-            "DeepSeek-R1 and Llama 4 Maverick and training GPT-3: how fused AllToAll over LL128, PDL, "
-            "fusions, FP8/FP4, speculative decoding, disaggregation and expert parallelism move tokens/s "
-            "per user, tokens/s per GPU and users per rack. The interactive explorer comes next; "
-            "below is how well the model matches what was measured."
+            "DeepSeek-R1 and Llama 4 Maverick: how fused AllToAll over LL128, PDL, fusions, FP8/FP4, "
+            "speculative decoding, disaggregation and expert parallelism move tokens/s per user, tokens/s "
+            "per GPU and users per rack. Every number below is the model's estimate, computed in your "
+            "browser; the last section shows how well the model matches what was measured."
         </p>
+        <RackExplorer />
         {body}
     }
 }

@@ -1,0 +1,84 @@
+// The rack explorer as a visitor uses it: drag the load slider and see the numbers move, share a
+// link and get the same numbers, embed one view, and load addresses with bad settings.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { serveDist, withPage, screenshot } from './harness.mjs';
+
+let server;
+before(async () => { server = await serveDist(); });
+after(async () => { await server.close(); });
+
+const number = async (page, id) => Number((await page.getByTestId(id).locator('.stat-value').innerText()).replace(/[^\d.]/g, ''));
+
+test('dragging the load slider moves users per rack; the shared link gives the same numbers', async () => {
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/rack`);
+    await page.getByTestId('rack-explorer').waitFor();
+    await page.getByTestId('rack-summary').waitFor();
+    // The seeds' rack at 83 tokens/s per user: the model's estimate lands near the 958 users.
+    const users = await number(page, 'rack-users');
+    assert.ok(users > 800 && users < 1100, `${users} users per rack`);
+    assert.match(await page.getByTestId('rack-tps-user').innerText(), /tokens\/s per user/);
+    await page.getByTestId('rack-pareto').locator('svg').waitFor();
+    await page.getByTestId('rack-waterfall').locator('svg').waitFor();
+    await screenshot(page, 'rack-desktop');
+
+    // A higher target speed per user serves fewer users.
+    await page.getByTestId('rack-load-slider').fill('480');
+    const value = await page.getByTestId('rack-load-value').innerText();
+    assert.match(value, /tokens\/s per user/);
+    const faster = await number(page, 'rack-users');
+    assert.notEqual(faster, users);
+    assert.ok(faster < users, `${faster} vs ${users}`);
+    // Turning PDL off changes the numbers too.
+    await page.getByTestId('rack-opt-pdl').uncheck();
+    const noPdl = await number(page, 'rack-users');
+    assert.notEqual(noPdl, faster);
+
+    await page.getByTestId('rack-share').click();
+    const url = await page.getByTestId('rack-share-url').inputValue();
+    assert.match(url, /#\/rack\?v=1&/);
+    assert.match(await page.getByTestId('rack-embed-code').inputValue(), /<iframe src=".*#\/embed\/rack-summary\?v=1&.*sandbox="allow-scripts"/);
+    const tps = await page.getByTestId('rack-tps-user').locator('.stat-value').innerText();
+
+    await page.goto('about:blank');
+    await page.goto(url);
+    await page.getByTestId('rack-summary').waitFor();
+    assert.equal(await number(page, 'rack-users'), noPdl);
+    assert.equal(await page.getByTestId('rack-tps-user').locator('.stat-value').innerText(), tps);
+    assert.equal(await page.getByTestId('rack-opt-pdl').isChecked(), false);
+    assert.equal(await page.getByTestId('rack-warnings').count(), 0);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, 'rack-phone');
+    assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
+  });
+});
+
+test('embedded views render alone and report settings they cannot read', async () => {
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    await page.setViewportSize({ width: 720, height: 480 });
+    await page.goto(`${server.base}#/embed/pareto?v=1&system=gb200-nvl72&model=deepseek-r1&phase=decode&load=target&at=60`);
+    await page.getByTestId('rack-pareto').locator('svg').waitFor();
+    assert.equal(await page.locator('.site-header').count(), 0);
+    await screenshot(page, 'embed-pareto');
+
+    await page.goto(`${server.base}#/embed/rack-summary?v=7&system=tpu-v9&gpus=-4&zzz=1`);
+    await page.getByTestId('rack-summary').waitFor();
+    const warnings = await page.getByTestId('embed-warnings').innerText();
+    assert.match(warnings, /tpu-v9/);
+    assert.match(warnings, /zzz/);
+    assert.match(warnings, /gpus/);
+    await screenshot(page, 'embed-rack-summary-bad-settings');
+
+    await page.goto(`${server.base}#/embed/waterfall?v=1`);
+    await page.getByTestId('rack-waterfall').locator('svg').waitFor();
+
+    // A malformed rack address: the page says what it replaced and still works.
+    await page.goto(`${server.base}#/rack?v=1&opt=warp_drive&at=%ZZ`);
+    await page.getByTestId('rack-warnings').waitFor();
+    assert.match(await page.getByTestId('rack-warnings').innerText(), /warp_drive/);
+    await page.getByTestId('rack-summary').waitFor();
+    assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
+  });
+});
