@@ -3,6 +3,7 @@
 
 mod app;
 pub mod components;
+pub mod labs;
 pub mod pages;
 pub mod rack_state;
 pub mod state;

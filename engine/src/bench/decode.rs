@@ -106,6 +106,15 @@ struct Samples {
 
 /// Runs the benchmark on synthetic weights from `options.seed`.
 pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<DecodeBench, ModelError> {
+    run_variants(ctx, options, variants()).await
+}
+
+/// The benchmark over `list` only; its first entry is the baseline the others are compared with.
+pub async fn run_variants(
+    ctx: &GpuContext,
+    options: DecodeBenchOptions,
+    list: Vec<(String, Optimizations)>,
+) -> Result<DecodeBench, ModelError> {
     let config = MoeConfig::deepseek_mini();
     // The prompt, a warm-up step, the timed steps and the profiled step.
     let needed = options.prompt_tokens + options.steps + 2;
@@ -123,7 +132,6 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Decode
     let tokens: Vec<u32> = text.iter().cycle().take(needed).copied().collect();
     let (prompt, decode) = tokens.split_at(options.prompt_tokens);
 
-    let list = variants();
     let mut samples: Vec<Samples> = list
         .iter()
         .map(|_| Samples {

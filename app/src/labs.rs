@@ -1,0 +1,184 @@
+//! Labs as data: a lab is a TOML file under `labs/` (steps with a question, a prediction to enter,
+//! a run and an explanation), parsed with serde. The rack runs are evaluated here, natively
+//! testable; the sandbox runs need the visitor's GPU and live in the page. A prediction is checked
+//! against the computed value with the step's relative tolerance.
+
+use moescope_engine::rack::scenario::Optimization;
+use moescope_engine::rack::{self, Evaluation, Params, Scenario};
+use serde::Deserialize;
+
+use crate::rack_state::{self, LoadKind};
+
+/// The labs that ship, in menu order.
+pub const SHIPPED: [&str; 2] = [
+    include_str!("../../labs/nvl72-story.toml"),
+    include_str!("../../labs/kernel-fusion.toml"),
+];
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Lab {
+    pub id: String,
+    pub title: String,
+    pub intro: String,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub title: String,
+    pub text: String,
+    pub unit: String,
+    /// A prediction within this fraction of the computed value counts as close.
+    pub tolerance: f64,
+    pub explain: String,
+    pub run: Run,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Run {
+    /// A rack-model evaluation: a preset, optimizations removed, a load, one output.
+    Rack {
+        preset: String,
+        #[serde(default)]
+        remove: Vec<String>,
+        load: String,
+        at: f64,
+        metric: String,
+    },
+    /// The sandbox's decode step on the visitor's GPU, eager and fused.
+    Sandbox { metric: SandboxMetric },
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMetric {
+    EagerKernels,
+    FusedKernels,
+    Speedup,
+}
+
+/// Parses a lab file; the message names what is wrong.
+pub fn parse(text: &str) -> Result<Lab, String> {
+    let lab: Lab = toml::from_str(text).map_err(|e| e.to_string())?;
+    if lab.steps.is_empty() {
+        return Err(format!("lab {}: no steps", lab.id));
+    }
+    for s in &lab.steps {
+        if !(s.tolerance > 0.0 && s.tolerance < 1.0) {
+            return Err(format!("{}: tolerance must be between 0 and 1", s.title));
+        }
+    }
+    Ok(lab)
+}
+
+fn metric(e: &Evaluation, name: &str) -> Result<f64, String> {
+    Ok(match name {
+        "tokens_per_s_per_user" => e.tokens_per_s_per_user,
+        "output_tokens_per_s_per_gpu" => e.output_tokens_per_s_per_gpu,
+        "users_per_rack" => e.users_per_rack,
+        "mfu" => e.mfu,
+        "step_time_us" => e.step_time_us,
+        other => return Err(format!("unknown rack metric {other}")),
+    })
+}
+
+/// Evaluates a rack run.
+pub fn run_rack(run: &Run) -> Result<f64, String> {
+    let Run::Rack {
+        preset,
+        remove,
+        load,
+        at,
+        metric: name,
+    } = run
+    else {
+        return Err("not a rack run".into());
+    };
+    let mut f = rack_state::preset(preset).ok_or_else(|| format!("unknown preset {preset}"))?;
+    for r in remove {
+        let o = Optimization::EVERY
+            .into_iter()
+            .find(|o| o.name() == r)
+            .ok_or_else(|| format!("unknown optimization {r}"))?;
+        f.optimizations.retain(|x| *x != o);
+    }
+    let kind = LoadKind::ALL
+        .into_iter()
+        .find(|k| k.slug() == load)
+        .ok_or_else(|| format!("unknown load {load}"))?;
+    rack_state::set_load(&mut f, kind, *at);
+    let s = Scenario::resolve(f).map_err(|e| e.to_string())?;
+    let e = rack::eval(&s, &Params::fitted()).map_err(|e| e.to_string())?;
+    metric(&e, name)
+}
+
+/// How a prediction compares with the computed value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub close: bool,
+    /// (prediction − value) / value.
+    pub off_by: f64,
+}
+
+pub fn check(prediction: f64, value: f64, tolerance: f64) -> Verdict {
+    let off_by = if value != 0.0 {
+        (prediction - value) / value.abs()
+    } else {
+        prediction
+    };
+    Verdict {
+        close: off_by.abs() <= tolerance,
+        off_by,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_lab_parses_and_its_rack_steps_run() {
+        for text in SHIPPED {
+            let lab = parse(text).expect("a shipped lab parses");
+            for s in &lab.steps {
+                if matches!(s.run, Run::Rack { .. }) {
+                    let v = run_rack(&s.run).unwrap_or_else(|e| panic!("{}: {e}", s.title));
+                    assert!(v.is_finite() && v > 0.0, "{}: {v}", s.title);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_nvl72_story_reproduces_the_seed_figures() {
+        let lab = parse(SHIPPED[0]).expect("parses");
+        let values: Vec<f64> = lab
+            .steps
+            .iter()
+            .map(|s| run_rack(&s.run).expect("runs"))
+            .collect();
+        // Measured: 77 → 83 tokens/s per user, 890 → 958 users per rack (within the seed bound).
+        for (v, want) in values.iter().zip([77.0, 890.0, 83.0, 958.0]) {
+            assert!((v / want - 1.0).abs() < 0.05, "{v} vs {want}");
+        }
+    }
+
+    #[test]
+    fn predictions_are_checked_against_the_tolerance() {
+        assert!(check(80.0, 77.0, 0.15).close);
+        assert!(!check(120.0, 77.0, 0.15).close);
+        assert!((check(88.0, 80.0, 0.15).off_by - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bad_lab_files_give_a_message() {
+        assert!(parse("id = 3").is_err());
+        let no_steps = "id = \"x\"\ntitle = \"t\"\nintro = \"i\"\nsteps = []\n";
+        assert!(parse(no_steps).unwrap_err().contains("no steps"));
+        let bad_kind = SHIPPED[0].replace("kind = \"rack\"", "kind = \"quantum\"");
+        assert!(parse(&bad_kind).is_err());
+    }
+}

@@ -1,0 +1,60 @@
+// The labs as a student uses them: predict, run, read the check and the explanation; the rack lab
+// anywhere (wasm), the kernel-fusion lab on WebGPU, and a clear message without WebGPU.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { serveDist, withPage, screenshot } from './harness.mjs';
+
+let server;
+before(async () => { server = await serveDist(); });
+after(async () => { await server.close(); });
+
+async function predictAndRun(page, i, value) {
+  await page.getByTestId(`lab-predict-${i}`).fill(String(value));
+  await page.getByTestId(`lab-run-${i}`).click();
+  const result = page.getByTestId(`lab-result-${i}`);
+  await result.waitFor({ timeout: 240_000 });
+  return result;
+}
+
+test('the NVL72 lab checks predictions against the rack model and explains', async () => {
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/labs`);
+    await page.getByTestId('lab-nvl72-story').waitFor();
+    // Run is disabled until a prediction is entered.
+    assert.equal(await page.getByTestId('lab-run-0').isDisabled(), true);
+    let r = await predictAndRun(page, 0, 75);
+    assert.equal(await r.getAttribute('data-close'), 'true');
+    assert.match(await r.innerText(), /tokens\/s per user \(computed by the rack model, an estimate\)/);
+    assert.match(await page.getByTestId('lab-explain-0').innerText(), /Measured: 77/);
+    // A far-off prediction is told how far off it is.
+    r = await predictAndRun(page, 1, 300);
+    assert.equal(await r.getAttribute('data-close'), 'false');
+    assert.match(await r.innerText(), /off by -\d+%/);
+    r = await predictAndRun(page, 3, 958);
+    assert.equal(await r.getAttribute('data-close'), 'true');
+    await screenshot(page, 'labs-nvl72');
+    // The kernel-fusion lab without WebGPU says what it needs.
+    await page.getByTestId('lab-open-kernel-fusion').click();
+    r = await predictAndRun(page, 0, 100);
+    assert.match(await r.innerText(), /needs WebGPU/);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, 'labs-phone');
+    assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
+  });
+});
+
+test('the kernel-fusion lab measures the visitor\'s GPU', async () => {
+  await withPage({ webgpu: true }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/labs`);
+    await page.getByTestId('lab-open-kernel-fusion').click();
+    let r = await predictAndRun(page, 0, 140);
+    assert.match(await r.innerText(), /^140 kernels \(measured on your GPU\)/);
+    assert.equal(await r.getAttribute('data-close'), 'true');
+    r = await predictAndRun(page, 1, 66);
+    assert.match(await r.innerText(), /^66 kernels/);
+    r = await predictAndRun(page, 2, 2);
+    assert.match(await r.innerText(), /^[\d.]+ × faster/);
+    await screenshot(page, 'labs-kernel-fusion');
+    assert.deepEqual(problems, []);
+  });
+});
