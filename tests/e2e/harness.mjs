@@ -19,19 +19,34 @@ const mime = {
 export async function serveDist() {
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://localhost');
+    // A blog page that embeds a widget in a sandboxed iframe (no allow-same-origin): the frame's
+    // origin is opaque, so every request it makes is cross-origin.
+    if (url.pathname === '/host.html') {
+      const src = `${subPath}#/embed/${url.searchParams.get('view') ?? 'rack-summary'}?v=1`;
+      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(
+        `<!doctype html><title>a blog</title><p>A post.</p>` +
+        `<iframe sandbox="allow-scripts" src="${src}" width="720" height="600" title="MoEscope"></iframe>`);
+      return;
+    }
     if (!url.pathname.startsWith(subPath)) { res.writeHead(404).end('outside the sub-path'); return; }
     let rel = normalize(decodeURIComponent(url.pathname.slice(subPath.length)) || 'index.html');
     if (rel.startsWith('..')) { res.writeHead(403).end(); return; }
     try {
       const body = await readFile(join(dist, rel));
-      res.writeHead(200, { 'Content-Type': mime[extname(rel)] ?? 'application/octet-stream' }).end(body);
+      // Static hosts such as GitHub Pages send this header; a sandboxed embed needs it to load
+      // its own module script and wasm.
+      res.writeHead(200, {
+        'Content-Type': mime[extname(rel)] ?? 'application/octet-stream',
+        'Access-Control-Allow-Origin': '*',
+      }).end(body);
     } catch {
       res.writeHead(404).end('not found');
     }
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${server.address().port}${subPath}`;
-  return { base, close: () => new Promise((resolve) => server.close(resolve)) };
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  const base = `${origin}${subPath}`;
+  return { base, origin, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
 const commonFlags = [

@@ -1,0 +1,43 @@
+// Safe to embed: the Content-Security-Policy is in force (an injected inline script does not
+// run), and a widget works inside a sandboxed iframe (allow-scripts only: opaque origin, no
+// storage), as a blog would embed it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { serveDist, withPage, screenshot } from './harness.mjs';
+
+let server;
+before(async () => { server = await serveDist(); });
+after(async () => { await server.close(); });
+
+test('the CSP blocks inline script and the app runs under it', async () => {
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/rack`);
+    await page.getByTestId('rack-summary').waitFor();
+    const csp = await page.locator('meta[http-equiv=Content-Security-Policy]').getAttribute('content');
+    assert.match(csp, /script-src 'self' 'wasm-unsafe-eval'/);
+    const outcome = await page.evaluate(() => new Promise((resolve) => {
+      document.addEventListener('securitypolicyviolation', (e) => resolve(`blocked ${e.violatedDirective}`), { once: true });
+      const s = document.createElement('script');
+      s.textContent = 'window.__inlineRan = true;';
+      document.body.appendChild(s);
+      setTimeout(() => resolve(window.__inlineRan ? 'ran' : 'no event'), 2000);
+    }));
+    assert.match(outcome, /^blocked script-src/);
+    // The app itself caused no violation (the injected script's is the only one).
+    assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p) && !/inline script/i.test(p)), []);
+  });
+});
+
+test('a widget renders inside a sandboxed iframe', async () => {
+  await withPage({ webgpu: false }, async ({ page }) => {
+    await page.goto(`${server.origin}/host.html?view=pareto`);
+    const frame = page.frameLocator('iframe');
+    await frame.getByTestId('rack-pareto').locator('svg').waitFor({ timeout: 60_000 });
+    // The frame's origin is opaque: no localStorage, and the widget did not need it.
+    const storage = await page.frames()[1].evaluate(() => {
+      try { return typeof window.localStorage.length; } catch (e) { return `throws ${e.name}`; }
+    });
+    assert.match(storage, /throws/);
+    await screenshot(page, 'embed-sandboxed-iframe');
+  });
+});
