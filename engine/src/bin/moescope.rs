@@ -14,7 +14,7 @@ use moescope_engine::model::accuracy;
 use moescope_engine::model::generate::{self, Engine, GenerateOptions, Sampling};
 use moescope_engine::model::{tokenizer, MoeConfig, Weights};
 use moescope_engine::plan::Optimizations;
-use moescope_engine::quant::Format;
+use moescope_engine::quant::{accumulation, Format};
 use moescope_engine::rack::{self, calibrate};
 use moescope_engine::{bench, gpu::GpuContext};
 
@@ -59,6 +59,21 @@ enum Command {
     },
     /// Generate text with deepseek-mini (greedy unless a temperature is given).
     Generate(GenerateArgs),
+    /// A lesson computed from the model: `accumulation` sums the same FP8 dot products in f16,
+    /// in f32 and in f16 promoted to f32 every 128 elements (CPU).
+    Lesson {
+        #[arg(value_enum)]
+        lesson: LessonArg,
+        /// Seeds the synthetic weights (without --weights).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// A safetensors weight file (default: synthetic weights from --seed).
+        #[arg(long)]
+        weights: Option<std::path::PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// What a weight format costs in accuracy against f32 over the fixed prompt set (GPU).
     Accuracy {
         /// The weight format of the block projections.
@@ -106,6 +121,12 @@ enum RackCommand {
         #[arg(long)]
         check: bool,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LessonArg {
+    /// FP8 dot products accumulated in f16, f32, and f16 promoted every 128 elements.
+    Accumulation,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -254,6 +275,42 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         }
         Command::Generate(args) => run_generate(args)?,
+        Command::Lesson {
+            lesson: LessonArg::Accumulation,
+            seed,
+            weights,
+            json,
+        } => {
+            let weights = load_weights(weights.as_deref(), seed)?;
+            let lesson = accumulation::run(&weights, &[256, 1024, 4096, 16384], 64)
+                .map_err(|e| e.to_string())?;
+            if json {
+                println!("{}", to_json(&lesson)?);
+            } else {
+                println!("activations: {}", lesson.activations);
+                println!("error |sum - exact| / sum|products|: mean (max); [median of |sum - exact| / |exact|]");
+                print!("{:>7} {:>6}", "K", "dots");
+                for a in accumulation::Accumulator::ALL {
+                    print!(" {:>34}", a.name());
+                }
+                println!();
+                for row in &lesson.rows {
+                    print!("{:>7} {:>6}", row.k, row.dot_products);
+                    for e in &row.errors {
+                        print!(
+                            " {:>34}",
+                            format!(
+                                "{:.1e} ({:.1e}) [{:.1e}]",
+                                e.mean_relative_error,
+                                e.max_relative_error,
+                                e.median_error_relative_to_result
+                            )
+                        );
+                    }
+                    println!();
+                }
+            }
+        }
         Command::Accuracy {
             format,
             seed,

@@ -219,6 +219,17 @@ pub fn forward(
     tokens: &[u32],
     cache: &mut KvCache,
 ) -> Result<ForwardOutput, ModelError> {
+    forward_tapped(w, tokens, cache, &mut |_, _| {})
+}
+
+/// `forward`, calling `tap(layer, h)` with every layer's FFN input (the normalized hidden state
+/// the FFN or the experts multiply), token by token: real activations for the lessons.
+pub fn forward_tapped(
+    w: &Weights,
+    tokens: &[u32],
+    cache: &mut KvCache,
+    tap: &mut dyn FnMut(usize, &[f32]),
+) -> Result<ForwardOutput, ModelError> {
     let c = &w.config;
     check_input(c, tokens, cache.len)?;
     let d = c.hidden;
@@ -234,6 +245,7 @@ pub fn forward(
             let a = mla(w, i, &h, pos, &mut cache.layers[i]);
             add_into(&mut x, &a);
             let h = rms_norm(&x, &layer.ffn_norm.data, c.rms_eps);
+            tap(i, &h);
             let f = match &layer.ffn {
                 FeedForward::Dense(ffn) => swiglu(ffn, &h),
                 FeedForward::Moe(m) => {

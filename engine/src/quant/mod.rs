@@ -15,6 +15,7 @@
 //! Packing for the GPU (`pack`): codes little-endian in u32 words, element i of a row in bits
 //! `bits·(i mod (32/bits))` of the row's word `i / (32/bits)`, each row starting on a new word.
 
+pub mod accumulation;
 pub mod block;
 pub mod matrix;
 pub mod minifloat;
