@@ -108,14 +108,14 @@ pub fn run(weights: &Weights, lengths: &[usize], pairs: usize) -> Result<Lesson,
     let acts = activations(weights)?;
     let d = weights.config.hidden;
     let flat: Vec<f32> = acts.concat();
+    // The first layer's FFN gate (dense in deepseek-mini; a MoE layer's shared expert otherwise).
     let gate = weights
         .layers
-        .iter()
-        .find_map(|l| match &l.ffn {
-            crate::model::weights::FeedForward::Dense(f) => Some(&f.w_gate),
-            crate::model::weights::FeedForward::Moe(m) => Some(&m.shared.w_gate),
+        .first()
+        .map(|l| match &l.ffn {
+            crate::model::weights::FeedForward::Dense(f) => f.w_gate.data.clone(),
+            crate::model::weights::FeedForward::Moe(m) => m.shared.w_gate.data.clone(),
         })
-        .map(|t| t.data.clone())
         .unwrap_or_default();
     let mut rows = Vec::new();
     for &k in lengths {
