@@ -104,6 +104,12 @@ test('the sandbox generates on WebGPU; flipping the switches changes the kernels
     assert.match(await page.getByTestId('timeline-summary').innerText(), /66 kernels · [\d.]+ µs of GPU time/);
     await assertExpertRows(page, 4);
     const fusedText = await page.getByTestId('gen-output').innerText();
+    // The correctness badge re-runs prompt + output on the GPU and on the CPU reference.
+    await page.getByTestId('gen-check').click();
+    const badge = page.getByTestId('correctness-badge');
+    await badge.waitFor({ timeout: 120_000 });
+    assert.equal(await badge.getAttribute('data-passed'), 'true', await badge.innerText());
+    assert.match(await badge.innerText(), /Matches the CPU reference: max \|Δlogit\| [\d.e+-]+ over \d+ positions/);
     await screenshot(page, 'sandbox-generated');
 
     // The eager baseline: the same tokens, 140 kernels, one submission each.
@@ -131,6 +137,10 @@ test('a weight format is picked, generates on WebGPU, and reports its accuracy a
     await page.getByTestId('gen-format').selectOption('nvfp4');
     await generate(page, 2);
     assert.match(await page.getByTestId('gen-backend').innerText(), /nvfp4 weights \([\d.]+ MB on the GPU\)/);
+    await page.getByTestId('gen-check').click();
+    const badge = page.getByTestId('correctness-badge');
+    await badge.waitFor({ timeout: 120_000 });
+    assert.equal(await badge.getAttribute('data-passed'), 'n/a', await badge.innerText());
     await page.getByTestId('format-measure').click();
     const result = page.getByTestId('format-accuracy');
     await result.waitFor({ timeout: 300_000 });

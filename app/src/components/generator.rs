@@ -11,7 +11,9 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use moescope_engine::gpu::GpuContext;
 use moescope_engine::model::accuracy::{self, Accuracy};
-use moescope_engine::model::generate::{Backend, Engine, GenerateOptions, Generator, Sampling};
+use moescope_engine::model::generate::{
+    check_against_reference, Backend, Engine, GenerateOptions, Generator, ReferenceCheck, Sampling,
+};
 use moescope_engine::model::gpu::KernelLaunch;
 use moescope_engine::model::{tokenizer, MoeConfig, Weights};
 use moescope_engine::plan::Optimizations;
@@ -124,6 +126,10 @@ pub fn GeneratePanel() -> impl IntoView {
     let accuracy = RwSignal::new(None::<Result<Accuracy, String>>);
     let measuring = RwSignal::new(false);
     let last_trace = RwSignal::new(Vec::<KernelLaunch>::new());
+    // The prompt and the generated tokens of the last run, and which engine ran them.
+    let last_tokens = RwSignal::new(None::<(Vec<u32>, Backend)>);
+    let check = RwSignal::new(None::<Result<ReferenceCheck, String>>);
+    let checking = RwSignal::new(false);
     let stop = Rc::new(RefCell::new(false));
     let engines = Rc::new(RefCell::new(Engines::default()));
     let weights: Rc<RefCell<Option<Rc<Weights>>>> = Rc::new(RefCell::new(None));
@@ -177,6 +183,7 @@ pub fn GeneratePanel() -> impl IntoView {
                         fallback_note,
                         stats,
                         last_trace,
+                        last_tokens,
                     },
                 )
                 .await;
@@ -193,6 +200,43 @@ pub fn GeneratePanel() -> impl IntoView {
         move |_| *stop.borrow_mut() = true
     };
     let busy = move || matches!(status.get(), Status::Preparing | Status::Running);
+    let run_check = {
+        let (engines, weights) = (Rc::clone(&engines), Rc::clone(&weights));
+        move |_| {
+            let Some((tokens, backend)) = last_tokens.get_untracked() else {
+                return;
+            };
+            if checking.get_untracked() || busy() {
+                return;
+            }
+            checking.set(true);
+            check.set(None);
+            let (engines, weights) = (Rc::clone(&engines), Rc::clone(&weights));
+            spawn_local(async move {
+                let taken = match backend {
+                    Backend::Gpu => engines.borrow_mut().gpu.take(),
+                    Backend::Cpu => engines.borrow_mut().cpu.take(),
+                };
+                let result = match (taken, load_weights(&weights)) {
+                    (Some(mut engine), Ok(w)) => {
+                        let r = check_against_reference(&mut engine, &w, &tokens)
+                            .await
+                            .map_err(|e| e.to_string());
+                        let mut cell = engines.borrow_mut();
+                        match engine.backend() {
+                            Backend::Gpu => cell.gpu = Some(engine),
+                            Backend::Cpu => cell.cpu = Some(engine),
+                        }
+                        r
+                    }
+                    (None, _) => Err("generate first: there is no engine to check".into()),
+                    (_, Err(e)) => Err(e),
+                };
+                check.set(Some(result));
+                checking.set(false);
+            });
+        }
+    };
     let measure = {
         let (engines, weights) = (Rc::clone(&engines), Rc::clone(&weights));
         move |_| {
@@ -297,6 +341,28 @@ pub fn GeneratePanel() -> impl IntoView {
                     "{tokens_per_s:.1} tokens/s ({ms:.1} ms per decode step, measured) · {kernels} kernels in {submissions} queue submissions per step · {mb:.1} MB read and written per step (computed from the shapes)"
                 ),
             }}</p>
+            <div class="controls">
+                <button data-testid="gen-check" on:click=run_check
+                    disabled=move || busy() || checking.get() || last_tokens.get().is_none()>
+                    {move || if checking.get() { "Checking…" } else { "Check against the CPU reference" }}
+                </button>
+                {move || check.get().map(|r| match r {
+                    Err(e) => view! { <span class="bad" data-testid="correctness-badge">{format!("Check failed to run: {e}")}</span> }.into_any(),
+                    Ok(c) if !c.comparable => view! {
+                        <span class="muted" data-testid="correctness-badge" data-passed="n/a">{format!(
+                            "{} weights differ from the f32 reference by design: max |Δlogit| {:.3} over {} positions (see the accuracy measurement)",
+                            c.format.name(), c.comparison.max_abs_error, c.tokens
+                        )}</span>
+                    }.into_any(),
+                    Ok(c) => view! {
+                        <span class=if c.passed() { "good" } else { "bad" } data-testid="correctness-badge" data-passed=c.passed().to_string()>{format!(
+                            "{} the CPU reference: max |Δlogit| {:.1e} over {} positions (allowed {:.0e} + {:.0e}·|logit|)",
+                            if c.passed() { "✓ Matches" } else { "✗ Does not match" },
+                            c.comparison.max_abs_error, c.tokens, c.tolerance.abs, c.tolerance.rel
+                        )}</span>
+                    }.into_any(),
+                })}
+            </div>
             <KernelTimeline trace=last_trace />
             <h3>"Experts per token"</h3>
             <p class="muted">"Each generated token, and the two routed experts (of 16) it used in each MoE layer. The shared expert sees every token."</p>
@@ -329,6 +395,7 @@ struct Sinks {
     fallback_note: RwSignal<Option<String>>,
     stats: RwSignal<Option<StepSummary>>,
     last_trace: RwSignal<Vec<KernelLaunch>>,
+    last_tokens: RwSignal<Option<(Vec<u32>, Backend)>>,
 }
 
 /// The running averages shown under the output.
@@ -497,6 +564,9 @@ async fn run_loop(
             mb: step.bytes as f64 / 1e6,
         };
         s.last_trace.set(step.trace.clone());
+        let mut all = prompt.to_vec();
+        all.extend(bytes.iter().map(|&b| u32::from(b)));
+        s.last_tokens.set(Some((all, engine.backend())));
         s.output.set(String::from_utf8_lossy(&bytes).into_owned());
         s.rows.update(|r| r.push(row));
         s.stats.set(Some(summary));

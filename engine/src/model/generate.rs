@@ -200,6 +200,46 @@ impl Engine {
     }
 }
 
+/// The engine's logits for `tokens` (a fresh prefill) against the CPU reference's.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReferenceCheck {
+    pub tokens: usize,
+    pub format: Format,
+    pub comparison: crate::check::Comparison,
+    pub tolerance: crate::check::Tolerance,
+    /// The engine computes the reference's math (f32 weights); a quantized engine differs by
+    /// design, and the comparison then only reports how far.
+    pub comparable: bool,
+}
+
+impl ReferenceCheck {
+    pub fn passed(&self) -> bool {
+        self.comparable && self.comparison.passed()
+    }
+}
+
+/// Re-runs `tokens` through `engine` from an empty cache and through the reference on `weights`,
+/// and compares every position's logits (`check::tolerances::model_logits`). Leaves the engine's
+/// cache holding `tokens`.
+pub async fn check_against_reference(
+    engine: &mut Engine,
+    weights: &Weights,
+    tokens: &[u32],
+) -> Result<ReferenceCheck, ModelError> {
+    engine.reset();
+    let (got, _) = engine.forward(tokens).await?;
+    let mut cache = KvCache::new(&weights.config);
+    let want = reference::forward(weights, tokens, &mut cache)?;
+    let tolerance = crate::check::tolerances::model_logits();
+    Ok(ReferenceCheck {
+        tokens: tokens.len(),
+        format: engine.format(),
+        comparison: crate::check::compare(&got.logits, &want.logits, tolerance),
+        tolerance,
+        comparable: engine.format() == Format::F32,
+    })
+}
+
 /// Bytes the reference reads for `tokens` tokens after `pos0` cached positions: per token, every
 /// weight it touches (one embedding row, the routed experts it chose, everything else) and the
 /// cache rows its attention reads, plus its logits written.
