@@ -82,9 +82,13 @@ async function generate(page, tokens) {
 async function assertExpertRows(page, tokens) {
   const rows = page.locator('[data-testid=gen-experts] tbody tr');
   assert.equal(await rows.count(), tokens);
-  const cells = await rows.first().locator('td').allInnerTexts();
+  const cells = (await rows.first().locator('td').allTextContents()).map((c) => c.trim());
   assert.equal(cells.length, 4, cells.join(' | '));
   for (const c of cells.slice(1)) assert.match(c, /^E\d+ E\d+$/);
+  // The heatmap: a row per token, two filled cells per token and layer.
+  const heatmap = page.getByTestId('expert-heatmap');
+  assert.equal(await heatmap.getAttribute('data-tokens'), String(tokens));
+  assert.equal(await heatmap.locator('rect.cell-on').count(), tokens * 3 * 2);
 }
 
 test('the sandbox generates on WebGPU; flipping the switches changes the kernels and the timeline', async () => {

@@ -20,7 +20,7 @@ use moescope_engine::plan::Optimizations;
 use moescope_engine::quant::Format;
 use wasm_bindgen::JsCast;
 
-use super::{KernelTimeline, OptimizationSwitches};
+use super::{ExpertHeatmap, KernelTimeline, OptimizationSwitches};
 
 /// Synthetic weights seed until the trained checkpoint ships.
 const WEIGHTS_SEED: u64 = 0;
@@ -366,6 +366,9 @@ pub fn GeneratePanel() -> impl IntoView {
             <KernelTimeline trace=last_trace />
             <h3>"Experts per token"</h3>
             <p class="muted">"Each generated token, and the two routed experts (of 16) it used in each MoE layer. The shared expert sees every token."</p>
+            <ExpertHeatmap experts=16 tokens=Signal::derive(move || rows.get().into_iter().map(|r| (r.text, r.experts)).collect::<Vec<_>>()) />
+            <details>
+            <summary>"As a table"</summary>
             <div class="table-wrap">
                 <table class="experts" data-testid="gen-experts">
                     <thead><tr><th>"token"</th><th>"layer 1"</th><th>"layer 2"</th><th>"layer 3"</th></tr></thead>
@@ -381,6 +384,7 @@ pub fn GeneratePanel() -> impl IntoView {
                     </tbody>
                 </table>
             </div>
+            </details>
         </section>
     }
 }

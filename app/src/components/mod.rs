@@ -1,6 +1,7 @@
 //! Reusable pieces of the UI, one component per file.
 
 mod decode_bench;
+mod expert_heatmap;
 mod generator;
 mod header;
 mod kernel_check;
@@ -12,6 +13,7 @@ mod ticks;
 mod webgpu_banner;
 
 pub use decode_bench::DecodeBenchPanel;
+pub use expert_heatmap::ExpertHeatmap;
 pub use generator::GeneratePanel;
 pub use header::Header;
 pub use kernel_check::KernelCheck;

@@ -20,7 +20,7 @@ pub fn SandboxPage() -> impl IntoView {
         <KernelCheck />
         <section class="card placeholder">
             <h2>"Coming next"</h2>
-            <p>"Quantized weights (int8, FP8, NVFP4, MXFP4) and a trained checkpoint."</p>
+            <p>"A trained checkpoint, so that the sandbox writes readable English and its experts specialize; FP8 activations in the MoE dispatch records."</p>
         </section>
     }
 }
