@@ -22,7 +22,18 @@ pub fn App() -> impl IntoView {
     on_cleanup(move || listener.remove());
     let route = Memo::new(move |_| parse_route(&hash.get()));
 
-    move || match route.get() {
+    // Any new address re-renders the page, even for the same page: a pasted or shared URL
+    // carries new settings in its query. (The pages' own URL updates use replaceState, which
+    // fires no hashchange.)
+    move || {
+        hash.track();
+        render(route.get())
+    }
+}
+
+/// The page (or embed) for `route`.
+fn render(route: Result<Route, crate::state::RouteError>) -> AnyView {
+    match route {
         Ok(Route::Embed { view, state }) => {
             view! { <EmbedPage view=view state=state /> }.into_any()
         }

@@ -6,6 +6,7 @@ pub mod components;
 pub mod labs;
 pub mod pages;
 pub mod rack_state;
+pub mod sandbox_state;
 pub mod state;
 
 pub use app::App;

@@ -21,11 +21,10 @@ use moescope_engine::quant::Format;
 use wasm_bindgen::JsCast;
 
 use super::{ExpertHeatmap, KernelTimeline, OptimizationSwitches};
+use crate::sandbox_state::{self, SandboxState};
 
 /// Synthetic weights seed until the trained checkpoint ships.
 const WEIGHTS_SEED: u64 = 0;
-const DEFAULT_PROMPT: &str = "The experts";
-const DEFAULT_TOKENS: usize = 32;
 
 /// Which engine the visitor asked for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -109,9 +108,17 @@ async fn yield_to_browser() {
 }
 
 #[component]
-pub fn GeneratePanel() -> impl IntoView {
-    let prompt = RwSignal::new(DEFAULT_PROMPT.to_owned());
-    let tokens = RwSignal::new(DEFAULT_TOKENS.to_string());
+pub fn GeneratePanel(
+    /// The settings to start from (the URL's, on a shared link or an embed).
+    #[prop(optional)]
+    initial: Option<SandboxState>,
+    /// For an embed: no introduction, no share button.
+    #[prop(optional)]
+    compact: bool,
+) -> impl IntoView {
+    let initial = initial.unwrap_or_default();
+    let prompt = RwSignal::new(initial.prompt.clone());
+    let tokens = RwSignal::new(initial.tokens.to_string());
     let choice = RwSignal::new(Choice::Auto);
     let status = RwSignal::new(Status::Idle);
     // Finished runs (done or error): lets a test wait for the run it started.
@@ -121,8 +128,9 @@ pub fn GeneratePanel() -> impl IntoView {
     let backend_label = RwSignal::new(String::new());
     let fallback_note = RwSignal::new(None::<String>);
     let stats = RwSignal::new(None::<StepSummary>);
-    let optimizations = RwSignal::new(Optimizations::all());
-    let format = RwSignal::new(Format::F32);
+    let optimizations = RwSignal::new(initial.optimizations);
+    let format = RwSignal::new(initial.format);
+    let share = RwSignal::new(None::<(String, String)>);
     let accuracy = RwSignal::new(None::<Result<Accuracy, String>>);
     let measuring = RwSignal::new(false);
     let last_trace = RwSignal::new(Vec::<KernelLaunch>::new());
@@ -265,7 +273,7 @@ pub fn GeneratePanel() -> impl IntoView {
     view! {
         <section class="card" data-testid="generator" data-status=move || status.get().attr() data-runs=move || runs.get()>
             <h2>"Generate with deepseek-mini"</h2>
-            <p class="muted">
+            <p class="muted" class:hidden=compact>
                 "11.3 M parameters (4 layers: MLA attention, 1 dense FFN, 3 MoE layers of 16 routed experts, top-2, plus 1 shared), byte-level tokens. "
                 "The weights are synthetic (seeded random) until the trained checkpoint ships, so the text is gibberish: what matters here is the kernels, the speed and the routing."
             </p>
@@ -363,6 +371,35 @@ pub fn GeneratePanel() -> impl IntoView {
                     }.into_any(),
                 })}
             </div>
+            {(!compact).then(|| view! {
+                <div class="controls">
+                    <button data-testid="gen-share" on:click=move |_| {
+                        let st = SandboxState {
+                            prompt: prompt.get_untracked(),
+                            tokens: tokens.get_untracked().trim().parse().unwrap_or(32).clamp(1, 256),
+                            optimizations: optimizations.get_untracked(),
+                            format: format.get_untracked(),
+                        };
+                        let q = sandbox_state::encode(&st);
+                        let base = web_sys::window()
+                            .and_then(|w| w.location().href().ok())
+                            .map(|h| h.split('#').next().unwrap_or_default().to_owned())
+                            .unwrap_or_default();
+                        share.set(Some((
+                            format!("{base}#/sandbox?{q}"),
+                            format!("<iframe src=\"{base}#/embed/sandbox-mini?{q}\" width=\"760\" height=\"720\" title=\"MoEscope sandbox\" sandbox=\"allow-scripts\" loading=\"lazy\"></iframe>"),
+                        )));
+                    }>"Share / Embed"</button>
+                </div>
+            })}
+            {move || share.get().map(|(url, embed)| view! {
+                <label class="share">"Link to these settings "
+                    <input type="text" readonly data-testid="gen-share-url" prop:value=url />
+                </label>
+                <label class="share">"Embed (views: sandbox-mini, kernel-timeline) "
+                    <textarea readonly rows="3" data-testid="gen-embed-code" prop:value=embed></textarea>
+                </label>
+            })}
             <KernelTimeline trace=last_trace />
             <h3>"Experts per token"</h3>
             <p class="muted">"Each generated token, and the two routed experts (of 16) it used in each MoE layer. The shared expert sees every token."</p>

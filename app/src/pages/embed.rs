@@ -1,13 +1,15 @@
 //! `#/embed/<view>?<state>`: one view alone, for an iframe, with its whole state in the URL (the
 //! rack explorer's format, `rack_state`). Settings it cannot read are listed in the widget and
-//! replaced by defaults. The sandbox views are not embeddable yet and say so.
+//! replaced by defaults. The sandbox views (`sandbox-mini`, `kernel-timeline`) read the sandbox's
+//! state (`sandbox_state`) and show the generator, whose timeline follows each run.
 
 use leptos::prelude::*;
 use moescope_engine::rack::scenario::Phase;
 
 use super::rack_explorer::{compute, RackPareto, RackSummary, RackWaterfall};
-use crate::components::StepBreakdownBar;
+use crate::components::{GeneratePanel, StepBreakdownBar};
 use crate::rack_state;
+use crate::sandbox_state;
 use crate::state::EmbedView;
 
 #[component]
@@ -53,11 +55,19 @@ pub fn EmbedPage(view: EmbedView, state: String) -> impl IntoView {
         }
         .into_any()
     } else {
+        // The sandbox views: the generator with the URL's prompt, switches and format; the
+        // kernel timeline is part of it.
+        let (initial, warnings) = sandbox_state::parse(&state);
+        let open = format!("#/sandbox?{}", sandbox_state::encode(&initial));
         view! {
-            <p class="muted">
-                {format!("MoEscope embed \u{201c}{}\u{201d}: this view is not embeddable yet.", view.slug())}
-            </p>
-            <a href="#/sandbox" target="_blank" rel="noopener">"Open MoEscope"</a>
+            {(!warnings.is_empty()).then(|| view! {
+                <div class="banner warn" data-testid="embed-warnings">
+                    <p>"Settings replaced by defaults:"</p>
+                    <ul>{warnings.into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
+                </div>
+            })}
+            <GeneratePanel initial=initial compact=true />
+            <p class="muted"><a href=open target="_blank" rel="noopener">"Open in MoEscope"</a></p>
         }
         .into_any()
     };

@@ -4,9 +4,21 @@
 use leptos::prelude::*;
 
 use crate::components::{DecodeBenchPanel, GeneratePanel, KernelCheck};
+use crate::sandbox_state;
+
+/// The query part of the current `location.hash`.
+pub fn hash_query() -> String {
+    let hash = web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .unwrap_or_default();
+    hash.split_once('?')
+        .map(|(_, q)| q.to_owned())
+        .unwrap_or_default()
+}
 
 #[component]
 pub fn SandboxPage() -> impl IntoView {
+    let (initial, warnings) = sandbox_state::parse(&hash_query());
     view! {
         <h1>"Sandbox"</h1>
         <p class="lead">
@@ -15,7 +27,13 @@ pub fn SandboxPage() -> impl IntoView {
             "kernel per operation and submits each on its own, like eager PyTorch; each switch swaps "
             "some of those kernels for a fused one and never changes the math."
         </p>
-        <GeneratePanel />
+        {(!warnings.is_empty()).then(|| view! {
+            <div class="banner warn" data-testid="sandbox-warnings">
+                <p>"Some settings in the address could not be used; they were replaced by defaults:"</p>
+                <ul>{warnings.into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
+            </div>
+        })}
+        <GeneratePanel initial=initial />
         <DecodeBenchPanel />
         <KernelCheck />
         <section class="card placeholder">
