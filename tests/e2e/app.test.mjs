@@ -130,6 +130,11 @@ test('the sandbox generates on WebGPU; flipping the switches changes the kernels
     await generate(page, 2);
     assert.match(await page.getByTestId('gen-stats').innerText(), /136 kernels in 136 queue submissions/);
     await page.getByTestId('kernel-timeline').screenshot({ path: `${outputDir}/timeline-split-k.png` });
+    // Before/after in one click: eager against the current switches (split-K alone now).
+    await page.getByTestId('gen-compare').click();
+    const cmp = page.getByTestId('gen-compare-result');
+    await cmp.waitFor({ timeout: 240_000 });
+    assert.match(await cmp.innerText(), /Eager: [\d.]+ ms per decode step, 140 kernels in 140 submissions\. Current switches \(split_k_attention\): [\d.]+ ms, 136 kernels in 136 submissions: [\d.]+×/);
     assert.deepEqual(problems, []);
   });
 });
