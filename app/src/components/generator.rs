@@ -512,12 +512,17 @@ async fn generate(
     let mut engine = None;
     s.fallback_note.set(None);
     if want_gpu {
-        // A cached engine in another format is dropped: its weights are the wrong ones.
-        let cached = engines
+        // A cached engine in another format is dropped: its weights are the wrong ones. One whose
+        // device was lost is dropped with its context, and Auto falls back to the CPU.
+        let mut cached = engines
             .borrow_mut()
             .gpu
             .take()
             .filter(|e| e.format() == format);
+        if let Some(why) = cached.as_ref().and_then(Engine::device_lost) {
+            forget_lost_gpu(engines, &why);
+            cached = None;
+        }
         engine = match cached {
             Some(e) => Some(e),
             None if engines.borrow().gpu_error.is_none() || choice == Choice::Gpu => {
@@ -537,7 +542,7 @@ async fn generate(
         if engine.is_none() {
             let why = engines.borrow().gpu_error.clone().unwrap_or_default();
             s.fallback_note.set(Some(format!(
-                "No WebGPU ({why}). Running the CPU reference compiled to WebAssembly instead: the same model, slower, and with no kernels to time."
+                "WebGPU is not usable ({why}). Running the CPU reference compiled to WebAssembly instead: the same model, slower, and with no kernels to time."
             )));
         }
     }
@@ -576,6 +581,13 @@ async fn generate(
         seed: 0,
     };
     let result = run_loop(&mut engine, prompt, opts, stop, s).await;
+    if let Some(why) = engine.device_lost() {
+        // Everything the visitor set stays; the next click runs on the CPU.
+        forget_lost_gpu(engines, &why);
+        return Err(format!(
+            "The GPU device was lost ({why}). Press Generate again to continue on the CPU engine."
+        ));
+    }
     // Put the engine back for the next click.
     let mut cell = engines.borrow_mut();
     match engine.backend() {
@@ -583,6 +595,15 @@ async fn generate(
         Backend::Cpu => cell.cpu = Some(engine),
     }
     result
+}
+
+/// Drops the GPU engine and its context after a device loss, and remembers why: Auto then
+/// falls back to the CPU (a later "WebGPU" choice tries a new device).
+fn forget_lost_gpu(engines: &Rc<RefCell<Engines>>, why: &str) {
+    let mut cell = engines.borrow_mut();
+    cell.gpu = None;
+    cell.gpu_ctx = None;
+    cell.gpu_error = Some(format!("the GPU device was lost: {why}"));
 }
 
 /// The synthetic weights, built on first use; a click only clones the Rc. The CPU engine copies

@@ -55,6 +55,9 @@ pub struct GpuContext {
     /// Errors the device raised outside an error scope. wgpu's default handler panics on
     /// native; we keep the message so the caller can report it.
     uncaptured: Arc<Mutex<Option<String>>>,
+    /// Why the device was lost (the browser reset the GPU, the driver crashed, `destroy`), once
+    /// it has been.
+    lost: Arc<Mutex<Option<String>>>,
 }
 
 impl GpuContext {
@@ -104,6 +107,14 @@ impl GpuContext {
             }
         }));
 
+        let lost = Arc::new(Mutex::new(None));
+        let lost_sink = Arc::clone(&lost);
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut slot) = lost_sink.lock() {
+                slot.get_or_insert_with(|| format!("{reason:?}: {message}"));
+            }
+        });
+
         let info = adapter.get_info();
         let timestamp_period_ns = if features.contains(wgpu::Features::TIMESTAMP_QUERY) {
             queue.get_timestamp_period()
@@ -143,11 +154,18 @@ impl GpuContext {
             pipelines: PipelineCache::default(),
             uniforms,
             uncaptured,
+            lost,
         })
     }
 
     pub fn has_timestamps(&self) -> bool {
         self.adapter.timestamp_period_ns > 0.0
+    }
+
+    /// Why the device was lost, if it was: nothing more can run on it, and the caller should
+    /// fall back (the app switches to the CPU engine and keeps its state).
+    pub fn lost(&self) -> Option<String> {
+        self.lost.lock().ok().and_then(|slot| slot.clone())
     }
 
     /// The first error the device raised outside an error scope, if any, cleared on read.

@@ -85,6 +85,14 @@ impl Engine {
         Ok(Engine::Gpu { ctx, model })
     }
 
+    /// Why the GPU device was lost, if this is a GPU engine whose device was.
+    pub fn device_lost(&self) -> Option<String> {
+        match self {
+            Engine::Cpu { .. } => None,
+            Engine::Gpu { ctx, .. } => ctx.lost(),
+        }
+    }
+
     /// The weight format: the GPU's, or f32 on the CPU reference.
     pub fn format(&self) -> Format {
         match self {
