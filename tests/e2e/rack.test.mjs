@@ -51,6 +51,10 @@ test('dragging the load slider moves users per rack; the shared link gives the s
 
     await page.setViewportSize({ width: 390, height: 844 });
     await screenshot(page, 'rack-phone');
+    // Dark mode: the charts' text and grid follow the theme.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await screenshot(page, 'rack-dark');
     assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
   });
 });

@@ -183,7 +183,8 @@ pub fn WaterfallChart(steps: Vec<WaterfallStep>) -> impl IntoView {
     let max = steps.iter().map(|s| s.users_per_rack).fold(0.0, f64::max);
     let (tick, n) = nice_ticks(max);
     let axis = tick * n as f64;
-    let scale = (WW - WL - 90.0) / axis.max(1e-9);
+    // Room on the right for the value label after the longest bar.
+    let scale = (WW - WL - 180.0) / axis.max(1e-9);
     let height = steps.len() as f64 * ROW + 40.0;
     let rows = steps
         .iter()
