@@ -1,6 +1,6 @@
-//! Number formats for weights and activations, on the CPU: the encoders that produce what the
-//! quantized kernels will read, and the decoders the reference uses. Started with the codecs and
-//! their block scaling; the WGSL GEMVs that unpack these layouts come next (quantization issue).
+//! Number formats for weights and activations on the CPU: the encoders that produce what the
+//! quantized kernels read (`matrix`: the one GPU layout, unpacked by
+//! shaders/include/weights.wgsl), the decoders the reference uses, and the accumulation lesson.
 //!
 //! Block scaling (each block stores its own scale; decode = code value × scale):
 //!
@@ -9,7 +9,7 @@
 //! | int8 | signed 8-bit, symmetric, ±127 | 1×32 along a row | f32 = amax / 127 |
 //! | fp8-e4m3 (DeepSeek-V3) | E4M3 | 128×128 for weights, 1×128 for activations | f32 = amax / 448 |
 //! | nvfp4 | E2M1 | 1×16 along a row | E4M3 block scale × one f32 per-tensor scale |
-//! | mxfp4 (OCP MX) | E2M1 | 1×32 along a row | E8M0 = 2^(⌊log2 amax⌋ − 2) |
+//! | mxfp4 (OCP MX) | E2M1 | 1×32 along a row | E8M0 = 2^(⌊log2 amax⌋ − 2), at least 2^-126 |
 //!
 //! Blocks at the right or bottom edge may be partial; their scale covers what they hold.
 //! Packing for the GPU (`pack`): codes little-endian in u32 words, element i of a row in bits
