@@ -145,14 +145,9 @@ fn optimization(name: &str) -> Option<Optimization> {
     Optimization::EVERY.into_iter().find(|o| o.name() == name)
 }
 
-/// Longest value kept in a message.
+/// A value as a message quotes it.
 fn shorten(s: &str) -> String {
-    let head: String = s.chars().take(40).collect();
-    if head.len() < s.len() {
-        format!("{head}…")
-    } else {
-        head
-    }
+    crate::state::shorten_to(s, 40)
 }
 
 fn number<T: std::str::FromStr + PartialOrd>(v: &str, lo: T, hi: T) -> Option<T> {

@@ -66,13 +66,9 @@ pub fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// A value as a message quotes it.
 fn shorten(s: &str) -> String {
-    let head: String = s.chars().take(40).collect();
-    if head.len() < s.len() {
-        format!("{head}…")
-    } else {
-        head
-    }
+    crate::state::shorten_to(s, 40)
 }
 
 pub fn parse(query: &str) -> (SandboxState, Vec<String>) {

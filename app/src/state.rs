@@ -108,12 +108,16 @@ impl fmt::Display for RouteError {
 }
 
 /// Keeps error messages readable when someone pastes a megabyte into the URL.
-fn shorten(s: &str) -> String {
-    const MAX: usize = 60;
-    if s.chars().count() <= MAX {
+pub(crate) fn shorten(s: &str) -> String {
+    shorten_to(s, 60)
+}
+
+/// At most `max` characters of `s`, with an ellipsis when cut.
+pub(crate) fn shorten_to(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
         s.to_owned()
     } else {
-        let head: String = s.chars().take(MAX).collect();
+        let head: String = s.chars().take(max).collect();
         format!("{head}\u{2026}")
     }
 }

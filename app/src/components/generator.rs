@@ -21,7 +21,7 @@ use moescope_engine::plan::Optimizations;
 use moescope_engine::quant::Format;
 use wasm_bindgen::JsCast;
 
-use super::{ExpertHeatmap, KernelTimeline, OptimizationSwitches};
+use super::{share_links, ExpertHeatmap, KernelTimeline, OptimizationSwitches, SharePanel};
 use crate::sandbox_state::{self, SandboxState};
 
 /// Synthetic weights seed until the trained checkpoint ships.
@@ -428,25 +428,11 @@ pub fn GeneratePanel(
                             format: format.get_untracked(),
                         };
                         let q = sandbox_state::encode(&st);
-                        let base = web_sys::window()
-                            .and_then(|w| w.location().href().ok())
-                            .map(|h| h.split('#').next().unwrap_or_default().to_owned())
-                            .unwrap_or_default();
-                        share.set(Some((
-                            format!("{base}#/sandbox?{q}"),
-                            format!("<iframe src=\"{base}#/embed/sandbox-mini?{q}\" width=\"760\" height=\"720\" title=\"MoEscope sandbox\" sandbox=\"allow-scripts\" loading=\"lazy\"></iframe>"),
-                        )));
+                        share.set(Some(share_links("sandbox", "sandbox-mini", &q, (760, 720), "MoEscope sandbox")));
                     }>"Share / Embed"</button>
                 </div>
             })}
-            {move || share.get().map(|(url, embed)| view! {
-                <label class="share">"Link to these settings "
-                    <input type="text" readonly data-testid="gen-share-url" prop:value=url />
-                </label>
-                <label class="share">"Embed (views: sandbox-mini, kernel-timeline) "
-                    <textarea readonly rows="3" data-testid="gen-embed-code" prop:value=embed></textarea>
-                </label>
-            })}
+            <SharePanel share=share prefix="gen" views="views: sandbox-mini, kernel-timeline" />
             <KernelTimeline trace=last_trace />
             <h3>"Experts per token"</h3>
             <p class="muted">"Each generated token, and the two routed experts (of 16) it used in each MoE layer. The shared expert sees every token."</p>

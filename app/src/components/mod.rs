@@ -10,6 +10,7 @@ mod optimization_switches;
 mod rack_charts;
 mod route_error_panel;
 mod ticks;
+mod url_share;
 mod webgpu_banner;
 
 pub use decode_bench::DecodeBenchPanel;
@@ -21,4 +22,5 @@ pub use kernel_timeline::KernelTimeline;
 pub use optimization_switches::OptimizationSwitches;
 pub use rack_charts::{Measured, ParetoChart, StepBreakdownBar, WaterfallChart};
 pub use route_error_panel::RouteErrorPanel;
+pub use url_share::{hash_query, share_links, SettingsWarnings, SharePanel};
 pub use webgpu_banner::WebGpuBanner;

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use moescope_engine::rack::scenario::Phase;
 
 use super::rack_explorer::{compute, RackPareto, RackSummary, RackWaterfall};
-use crate::components::{GeneratePanel, StepBreakdownBar};
+use crate::components::{GeneratePanel, SettingsWarnings, StepBreakdownBar};
 use crate::rack_state;
 use crate::sandbox_state;
 use crate::state::EmbedView;
@@ -42,12 +42,7 @@ pub fn EmbedPage(view: EmbedView, state: String) -> impl IntoView {
         };
         view! {
             <h2 class="embed-title">{title}</h2>
-            {(!warnings.is_empty()).then(|| view! {
-                <div class="banner warn" data-testid="embed-warnings">
-                    <p>"Settings replaced by defaults:"</p>
-                    <ul>{warnings.into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
-                </div>
-            })}
+            <SettingsWarnings warnings=warnings testid="embed-warnings" />
             {content}
             <p class="muted">"Estimates from MoEscope's calibrated rack model. "
                 <a href=open target="_blank" rel="noopener">"Open in MoEscope"</a>
@@ -60,12 +55,7 @@ pub fn EmbedPage(view: EmbedView, state: String) -> impl IntoView {
         let (initial, warnings) = sandbox_state::parse(&state);
         let open = format!("#/sandbox?{}", sandbox_state::encode(&initial));
         view! {
-            {(!warnings.is_empty()).then(|| view! {
-                <div class="banner warn" data-testid="embed-warnings">
-                    <p>"Settings replaced by defaults:"</p>
-                    <ul>{warnings.into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
-                </div>
-            })}
+            <SettingsWarnings warnings=warnings testid="embed-warnings" />
             <GeneratePanel initial=initial compact=true />
             <p class="muted"><a href=open target="_blank" rel="noopener">"Open in MoEscope"</a></p>
         }

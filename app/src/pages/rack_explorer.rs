@@ -8,7 +8,10 @@ use moescope_engine::rack::precision::Precision;
 use moescope_engine::rack::scenario::{Optimization, Phase, SpecMethod, Speculative};
 use moescope_engine::rack::{self, Evaluation, Params, Scenario, ScenarioFile, WaterfallStep};
 
-use crate::components::{Measured, ParetoChart, StepBreakdownBar, WaterfallChart};
+use crate::components::{
+    hash_query, share_links, Measured, ParetoChart, SettingsWarnings, SharePanel, StepBreakdownBar,
+    WaterfallChart,
+};
 use crate::rack_state::{self, LoadKind, AUTO, MODELS, PRECISIONS, PRESETS, SYSTEMS};
 
 /// Points of the Pareto sweep.
@@ -76,24 +79,6 @@ fn measured(system: &str, model: &str, phase: Phase) -> Vec<Measured> {
         .collect(),
         _ => Vec::new(),
     }
-}
-
-/// The query part of the current `location.hash`.
-fn hash_query() -> String {
-    let hash = web_sys::window()
-        .and_then(|w| w.location().hash().ok())
-        .unwrap_or_default();
-    hash.split_once('?')
-        .map(|(_, q)| q.to_owned())
-        .unwrap_or_default()
-}
-
-/// The page's address without its hash, for Share and Embed.
-fn base_url() -> String {
-    web_sys::window()
-        .and_then(|w| w.location().href().ok())
-        .map(|h| h.split('#').next().unwrap_or_default().to_owned())
-        .unwrap_or_default()
 }
 
 fn replace_hash(hash: &str) {
@@ -243,12 +228,7 @@ pub fn RackExplorer() -> impl IntoView {
     view! {
         <section class="card" data-testid="rack-explorer">
             <h2>"Explore a deployment"</h2>
-            {move || (!warnings.get().is_empty()).then(|| view! {
-                <div class="banner warn" data-testid="rack-warnings">
-                    <p>"Some settings in the address could not be used; they were replaced by defaults:"</p>
-                    <ul>{warnings.get().into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
-                </div>
-            })}
+            <SettingsWarnings warnings=warnings testid="rack-warnings" />
             <div class="controls">
                 <label>"Start from "
                     <select data-testid="rack-preset" on:change=move |ev| {
@@ -391,22 +371,11 @@ pub fn RackExplorer() -> impl IntoView {
             }}
             <div class="controls">
                 <button data-testid="rack-share" on:click=move |_| {
-                    let url = format!("{}#/rack?{}", base_url(), state.with(rack_state::encode));
-                    let embed = format!(
-                        "<iframe src=\"{}#/embed/rack-summary?{}\" width=\"720\" height=\"420\" title=\"MoEscope rack\" sandbox=\"allow-scripts\" loading=\"lazy\"></iframe>",
-                        base_url(), state.with(rack_state::encode)
-                    );
-                    share.set(Some((url, embed)));
+                    let q = state.with(rack_state::encode);
+                    share.set(Some(share_links("rack", "rack-summary", &q, (720, 420), "MoEscope rack")));
                 }>"Share / Embed"</button>
             </div>
-            {move || share.get().map(|(url, embed)| view! {
-                <label class="share">"Link to these settings "
-                    <input type="text" readonly data-testid="rack-share-url" prop:value=url />
-                </label>
-                <label class="share">"Embed (rack summary; views: rack-summary, pareto, waterfall) "
-                    <textarea readonly rows="3" data-testid="rack-embed-code" prop:value=embed></textarea>
-                </label>
-            })}
+            <SharePanel share=share prefix="rack" views="rack summary; views: rack-summary, pareto, waterfall" />
         </section>
     }
 }

@@ -3,18 +3,10 @@
 
 use leptos::prelude::*;
 
-use crate::components::{DecodeBenchPanel, GeneratePanel, KernelCheck};
+use crate::components::{
+    hash_query, DecodeBenchPanel, GeneratePanel, KernelCheck, SettingsWarnings,
+};
 use crate::sandbox_state;
-
-/// The query part of the current `location.hash`.
-pub fn hash_query() -> String {
-    let hash = web_sys::window()
-        .and_then(|w| w.location().hash().ok())
-        .unwrap_or_default();
-    hash.split_once('?')
-        .map(|(_, q)| q.to_owned())
-        .unwrap_or_default()
-}
 
 #[component]
 pub fn SandboxPage() -> impl IntoView {
@@ -27,12 +19,7 @@ pub fn SandboxPage() -> impl IntoView {
             "kernel per operation and submits each on its own, like eager PyTorch; each switch swaps "
             "some of those kernels for a fused one and never changes the math."
         </p>
-        {(!warnings.is_empty()).then(|| view! {
-            <div class="banner warn" data-testid="sandbox-warnings">
-                <p>"Some settings in the address could not be used; they were replaced by defaults:"</p>
-                <ul>{warnings.into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
-            </div>
-        })}
+        <SettingsWarnings warnings=warnings testid="sandbox-warnings" />
         <GeneratePanel initial=initial />
         <DecodeBenchPanel />
         <KernelCheck />

@@ -160,6 +160,20 @@ fn main() -> ExitCode {
     }
 }
 
+/// The decode-step benchmarks' options (suites decode and formats), on synthetic weights seed 0.
+fn decode_options(
+    prompt_tokens: usize,
+    steps: usize,
+    rounds: usize,
+) -> bench::decode::DecodeBenchOptions {
+    bench::decode::DecodeBenchOptions {
+        prompt_tokens,
+        steps,
+        rounds,
+        seed: 0,
+    }
+}
+
 fn gpu_context() -> Result<GpuContext, String> {
     pollster::block_on(GpuContext::new()).map_err(|e| e.to_string())
 }
@@ -179,12 +193,7 @@ fn run(cli: Cli) -> Result<(), String> {
             ..
         } => {
             let ctx = gpu_context()?;
-            let options = bench::decode::DecodeBenchOptions {
-                prompt_tokens,
-                steps,
-                rounds,
-                seed: 0,
-            };
+            let options = decode_options(prompt_tokens, steps, rounds);
             let report =
                 pollster::block_on(bench::decode::run(&ctx, options)).map_err(|e| e.to_string())?;
             if json {
@@ -260,12 +269,7 @@ fn run(cli: Cli) -> Result<(), String> {
             ..
         } => {
             let ctx = gpu_context()?;
-            let options = bench::decode::DecodeBenchOptions {
-                prompt_tokens,
-                steps,
-                rounds,
-                seed: 0,
-            };
+            let options = decode_options(prompt_tokens, steps, rounds);
             let report = pollster::block_on(bench::formats::run(&ctx, options))
                 .map_err(|e| e.to_string())?;
             if json {
