@@ -1,6 +1,6 @@
 //! Shared helpers for the integration tests: the GPU context, which must exist in CI.
 
-use moescope_engine::gpu::GpuContext;
+use moescope_engine::gpu::{read_back, GpuContext};
 
 /// The test GPU (lavapipe in CI). Without an adapter the test fails when
 /// `MOESCOPE_REQUIRE_GPU=1` (CI sets it through `cargo xtask test`); elsewhere it prints a loud
@@ -16,4 +16,19 @@ pub fn gpu() -> Option<GpuContext> {
             None
         }
     }
+}
+
+/// Records one kernel, submits it and reads `out` back as f32.
+pub fn run(
+    ctx: &GpuContext,
+    out: &wgpu::Buffer,
+    record: impl FnOnce(&mut wgpu::ComputePass<'_>),
+) -> Vec<f32> {
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        record(&mut pass);
+    }
+    ctx.queue.submit([encoder.finish()]);
+    pollster::block_on(read_back::<f32>(ctx, out)).expect("the result reads back")
 }

@@ -4,28 +4,13 @@
 //! contexts around its 64-position chunk. Tolerances: `check::tolerances`, each with its reason.
 
 use moescope_engine::check::{compare_scaled, tolerances};
-use moescope_engine::gpu::{read_back, storage_buffer, storage_zeroed, GpuContext};
+use moescope_engine::gpu::{storage_buffer, storage_zeroed};
 use moescope_engine::kernels::gemv::{self, GemvLayout, GemvShape};
 use moescope_engine::kernels::{gate_up_swiglu, mla_split_k, qkv_rope_scale, rope};
 use moescope_engine::model::reference;
 use moescope_engine::quant::Format::F32;
 use moescope_engine::rng::uniform_f32;
-use moescope_tests::gpu;
-
-/// Records one kernel, submits it and reads `out` back.
-fn run(
-    ctx: &GpuContext,
-    out: &wgpu::Buffer,
-    record: impl FnOnce(&mut wgpu::ComputePass<'_>),
-) -> Vec<f32> {
-    let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    {
-        let mut pass = encoder.begin_compute_pass(&Default::default());
-        record(&mut pass);
-    }
-    ctx.queue.submit([encoder.finish()]);
-    pollster::block_on(read_back::<f32>(ctx, out)).unwrap()
-}
+use moescope_tests::{gpu, run};
 
 /// Dispatch records as moe_dispatch writes them: `[expert, gate, scale, token | x]`.
 fn records(experts: &[u32], xs: &[Vec<f32>]) -> Vec<f32> {

@@ -5,27 +5,13 @@
 //! the format may lose, `quant::block::error_bound`, plus that summation bound).
 
 use moescope_engine::check::{compare_scaled, tolerances, Comparison, Tolerance};
-use moescope_engine::gpu::{read_back, storage_buffer, storage_zeroed, GpuContext};
+use moescope_engine::gpu::{storage_buffer, storage_zeroed};
 use moescope_engine::kernels::gemv::{self, GemvLayout, GemvShape};
 use moescope_engine::kernels::{gate_up_swiglu, qkv_rope_scale, rope};
 use moescope_engine::model::reference;
 use moescope_engine::quant::{block, dequantize, matrix, quantize, Format};
 use moescope_engine::rng::uniform_f32;
-use moescope_tests::gpu;
-
-fn run(
-    ctx: &GpuContext,
-    out: &wgpu::Buffer,
-    record: impl FnOnce(&mut wgpu::ComputePass<'_>),
-) -> Vec<f32> {
-    let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    {
-        let mut pass = encoder.begin_compute_pass(&Default::default());
-        record(&mut pass);
-    }
-    ctx.queue.submit([encoder.finish()]);
-    pollster::block_on(read_back::<f32>(ctx, out)).unwrap()
-}
+use moescope_tests::{gpu, run};
 
 /// Weights with some structure: rows of different magnitudes, a few outliers, so that block
 /// scales differ from block to block.
