@@ -2,6 +2,7 @@
 //! from moescope-engine. Pure state lives in `state` and is tested natively.
 
 mod app;
+pub mod checkpoint;
 pub mod components;
 pub mod labs;
 pub mod pages;

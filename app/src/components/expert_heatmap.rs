@@ -82,3 +82,48 @@ pub fn ExpertHeatmap(
         .into_any()
     }
 }
+
+/// What each expert specializes in, over the generated tokens (`model::experts`): per MoE layer,
+/// the experts that take one kind of byte far more often than the text has it.
+#[component]
+pub fn ExpertSpecialization(
+    #[prop(into)] tokens: Signal<Vec<(u32, Vec<Vec<usize>>)>>,
+    experts: usize,
+) -> impl IntoView {
+    use moescope_engine::model::experts::{specialization, ByteClass, MIN_ODDS_RATIO};
+    move || {
+        let rows = tokens.get();
+        if rows.len() < 16 {
+            return view! { <p class="muted">"Generate 16 tokens or more to see what each expert specializes in."</p> }.into_any();
+        }
+        let ids: Vec<u32> = rows.iter().map(|r| r.0).collect();
+        let routing: Vec<Vec<Vec<usize>>> = rows.into_iter().map(|r| r.1).collect();
+        let s = specialization(&ids, &routing, experts, 3);
+        let total = s.tokens.max(1) as f64;
+        let layers = s.experts.iter().map(|p| p.layer + 1).max().unwrap_or(0);
+        view! {
+            <div class="table-wrap">
+            <table class="experts" data-testid="expert-specialization">
+                <caption>{format!(
+                    "Over these {} tokens: experts whose tokens are one kind of byte at {MIN_ODDS_RATIO:.0}× the odds of the text or more (share of the expert's tokens; of the text's).",
+                    s.tokens
+                )}</caption>
+                <thead><tr><th>"layer"</th><th>"specialists"</th></tr></thead>
+                <tbody>
+                    {(0..layers).map(|l| {
+                        let found: Vec<String> = s.experts.iter()
+                            .filter(|p| p.layer == l)
+                            .filter_map(|p| p.favourite.map(|(c, share, _)| {
+                                let i = ByteClass::ALL.iter().position(|x| *x == c).unwrap_or(0);
+                                format!("E{}: {} {:.0}% ({:.0}%)", p.expert, c.name(), 100.0 * share, 100.0 * s.overall[i] as f64 / total)
+                            }))
+                            .collect();
+                        let text = if found.is_empty() { "none yet".to_string() } else { found.join(" · ") };
+                        view! { <tr><td>{format!("MoE layer {}", l + 1)}</td><td>{text}</td></tr> }
+                    }).collect_view()}
+                </tbody>
+            </table>
+            </div>
+        }.into_any()
+    }
+}

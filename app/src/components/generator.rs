@@ -16,16 +16,17 @@ use moescope_engine::model::generate::{
     check_against_reference, Backend, Engine, GenerateOptions, Generator, ReferenceCheck, Sampling,
 };
 use moescope_engine::model::gpu::KernelLaunch;
-use moescope_engine::model::{tokenizer, MoeConfig, Weights};
+use moescope_engine::model::{tokenizer, Weights};
 use moescope_engine::plan::Optimizations;
 use moescope_engine::quant::Format;
 use wasm_bindgen::JsCast;
 
-use super::{share_links, ExpertHeatmap, KernelTimeline, OptimizationSwitches, SharePanel};
+use super::{
+    share_links, ExpertHeatmap, ExpertSpecialization, KernelTimeline, OptimizationSwitches,
+    SharePanel,
+};
+use crate::checkpoint::{self, Source};
 use crate::sandbox_state::{self, SandboxState};
-
-/// Synthetic weights seed until the trained checkpoint ships.
-const WEIGHTS_SEED: u64 = 0;
 
 /// Which engine the visitor asked for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -58,6 +59,7 @@ impl Status {
 /// One row of the routing table.
 #[derive(Clone, Debug, PartialEq)]
 struct TokenRow {
+    token: u32,
     text: String,
     experts: Vec<Vec<usize>>,
 }
@@ -144,6 +146,14 @@ pub fn GeneratePanel(
     let stop = Rc::new(RefCell::new(false));
     let engines = Rc::new(RefCell::new(Engines::default()));
     let weights: Rc<RefCell<Option<Rc<Weights>>>> = Rc::new(RefCell::new(None));
+    let weights_source = RwSignal::new(None::<Source>);
+    // Fetch the checkpoint as soon as the sandbox shows, so the first Generate does not wait.
+    {
+        let weights = Rc::clone(&weights);
+        spawn_local(async move {
+            load_weights(&weights, weights_source).await;
+        });
+    }
 
     let run = {
         let (stop, engines, weights) = (Rc::clone(&stop), Rc::clone(&engines), Rc::clone(&weights));
@@ -195,6 +205,7 @@ pub fn GeneratePanel(
                         stats,
                         last_trace,
                         last_tokens,
+                        weights_source,
                     },
                 )
                 .await;
@@ -226,7 +237,7 @@ pub fn GeneratePanel(
             spawn_local(async move {
                 let result = async {
                     let ctx = gpu_context(&engines).await.map_err(|e| format!("needs WebGPU: {e}"))?;
-                    let options = DecodeBenchOptions { prompt_tokens: 8, steps: 3, rounds: 1, seed: WEIGHTS_SEED };
+                    let options = DecodeBenchOptions { prompt_tokens: 8, steps: 3, rounds: 1, seed: checkpoint::SYNTHETIC_SEED };
                     let list = vec![("none".to_string(), Optimizations::none()), (current.label(), current)];
                     let b = run_variants(&ctx, options, list).await.map_err(|e| e.to_string())?;
                     let (before, after) = match (b.variants.first(), b.variants.last()) {
@@ -263,8 +274,9 @@ pub fn GeneratePanel(
                     Backend::Gpu => engines.borrow_mut().gpu.take(),
                     Backend::Cpu => engines.borrow_mut().cpu.take(),
                 };
-                let result = match (taken, load_weights(&weights)) {
-                    (Some(mut engine), Ok(w)) => {
+                let w = load_weights(&weights, weights_source).await;
+                let result = match taken {
+                    Some(mut engine) => {
                         let r = check_against_reference(&mut engine, &w, &tokens)
                             .await
                             .map_err(|e| e.to_string());
@@ -275,8 +287,7 @@ pub fn GeneratePanel(
                         }
                         r
                     }
-                    (None, _) => Err("generate first: there is no engine to check".into()),
-                    (_, Err(e)) => Err(e),
+                    None => Err("generate first: there is no engine to check".into()),
                 };
                 check.set(Some(result));
                 checking.set(false);
@@ -295,7 +306,7 @@ pub fn GeneratePanel(
             let f = format.get_untracked();
             spawn_local(async move {
                 let result = async {
-                    let w = load_weights(&weights)?;
+                    let w = load_weights(&weights, weights_source).await;
                     let ctx = gpu_context(&engines).await?;
                     accuracy::measure(&ctx, &w, f)
                         .await
@@ -313,7 +324,14 @@ pub fn GeneratePanel(
             <h2>"Generate with deepseek-mini"</h2>
             <p class="muted" class:hidden=compact>
                 "11.3 M parameters (4 layers: MLA attention, 1 dense FFN, 3 MoE layers of 16 routed experts, top-2, plus 1 shared), byte-level tokens. "
-                "The weights are synthetic (seeded random) until the trained checkpoint ships, so the text is gibberish: what matters here is the kernels, the speed and the routing."
+            </p>
+            <p class="muted" data-testid="weights-source"
+                data-source=move || match weights_source.get() {
+                    Some(Source::Trained { .. }) => "trained",
+                    Some(Source::Synthetic { .. }) => "synthetic",
+                    None => "loading",
+                }>
+                {move || weights_source.get().map(|s| s.describe()).unwrap_or_else(|| "Loading the trained checkpoint (13 MB)…".into())}
             </p>
             <div class="controls">
                 <label>"Prompt "
@@ -437,6 +455,8 @@ pub fn GeneratePanel(
             <h3>"Experts per token"</h3>
             <p class="muted">"Each generated token, and the two routed experts (of 16) it used in each MoE layer. The shared expert sees every token."</p>
             <ExpertHeatmap experts=16 tokens=Signal::derive(move || rows.get().into_iter().map(|r| (r.text, r.experts)).collect::<Vec<_>>()) />
+            <h3>"What the experts specialize in"</h3>
+            <ExpertSpecialization experts=16 tokens=Signal::derive(move || rows.get().into_iter().map(|r| (r.token, r.experts)).collect::<Vec<_>>()) />
             <details>
             <summary>"As a table"</summary>
             <div class="table-wrap">
@@ -470,6 +490,7 @@ struct Sinks {
     stats: RwSignal<Option<StepSummary>>,
     last_trace: RwSignal<Vec<KernelLaunch>>,
     last_tokens: RwSignal<Option<(Vec<u32>, Backend)>>,
+    weights_source: RwSignal<Option<Source>>,
 }
 
 /// The running averages shown under the output.
@@ -491,7 +512,7 @@ async fn generate(
     stop: &Rc<RefCell<bool>>,
     s: Sinks,
 ) -> Result<(), String> {
-    let w = load_weights(weights)?;
+    let w = load_weights(weights, s.weights_source).await;
 
     // Pick and build the engine; taken out of the cell while it runs.
     let want_gpu = choice != Choice::Cpu;
@@ -592,17 +613,25 @@ fn forget_lost_gpu(engines: &Rc<RefCell<Engines>>, why: &str) {
     cell.gpu_error = Some(format!("the GPU device was lost: {why}"));
 }
 
-/// The synthetic weights, built on first use; a click only clones the Rc. The CPU engine copies
-/// them once, when it is built.
-fn load_weights(weights: &Rc<RefCell<Option<Rc<Weights>>>>) -> Result<Rc<Weights>, String> {
+/// The weights, fetched and parsed on first use (the trained checkpoint, or synthetic weights
+/// with the reason); later calls only clone the Rc. The CPU engine copies them once, when it is
+/// built.
+async fn load_weights(
+    weights: &Rc<RefCell<Option<Rc<Weights>>>>,
+    source: RwSignal<Option<Source>>,
+) -> Rc<Weights> {
     if let Some(w) = weights.borrow().clone() {
-        return Ok(w);
+        return w;
     }
-    let w =
-        Weights::synthetic(&MoeConfig::deepseek_mini(), WEIGHTS_SEED).map_err(|e| e.to_string())?;
+    let (w, from) = checkpoint::load().await;
+    // A second caller may have finished loading while this one awaited: keep the first.
+    if let Some(w) = weights.borrow().clone() {
+        return w;
+    }
     let w = Rc::new(w);
     *weights.borrow_mut() = Some(Rc::clone(&w));
-    Ok(w)
+    source.set(Some(from));
+    w
 }
 
 /// A format with its block scaling, as the picker lists it.
@@ -647,6 +676,7 @@ async fn run_loop(
         total_ms += step.ms;
         let count = bytes.len() as f64;
         let row = TokenRow {
+            token: step.token,
             text: token_label(step.token),
             experts: step.experts.clone(),
         };

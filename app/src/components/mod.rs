@@ -14,7 +14,7 @@ mod url_share;
 mod webgpu_banner;
 
 pub use decode_bench::DecodeBenchPanel;
-pub use expert_heatmap::ExpertHeatmap;
+pub use expert_heatmap::{ExpertHeatmap, ExpertSpecialization};
 pub use generator::GeneratePanel;
 pub use header::Header;
 pub use kernel_check::KernelCheck;

@@ -89,6 +89,53 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Held-out loss and perplexity per byte of a weight format over windows of a text file
+    /// (GPU; train/corpus.py writes the held-out text to train/data/val.txt).
+    Perplexity {
+        /// The weight format of the block projections.
+        #[arg(long, value_parser = parse_format, default_value = "f32")]
+        format: Format,
+        /// A safetensors weight file (default: synthetic weights from --seed).
+        #[arg(long)]
+        weights: Option<std::path::PathBuf>,
+        /// Seeds the synthetic weights (without --weights).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The text to score.
+        #[arg(long)]
+        text: std::path::PathBuf,
+        /// Bytes predicted per window (each window is read from an empty cache).
+        #[arg(long, default_value_t = 512)]
+        window: usize,
+        /// Windows, evenly spaced over the text.
+        #[arg(long, default_value_t = 32)]
+        windows: usize,
+        /// Print JSON instead of a line of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Which kinds of byte each routed expert takes, over windows of a text file (CPU
+    /// reference routing).
+    Experts {
+        /// A safetensors weight file (default: synthetic weights from --seed).
+        #[arg(long)]
+        weights: Option<std::path::PathBuf>,
+        /// Seeds the synthetic weights (without --weights).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The text to route.
+        #[arg(long)]
+        text: std::path::PathBuf,
+        /// Bytes per window.
+        #[arg(long, default_value_t = 256)]
+        window: usize,
+        /// Windows, evenly spaced over the text.
+        #[arg(long, default_value_t = 16)]
+        windows: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// The rack model: estimates for a scenario file (TOML or JSON), and its calibration.
     Rack {
         #[command(subcommand)]
@@ -340,7 +387,124 @@ fn run(cli: Cli) -> Result<(), String> {
                 );
             }
         }
+        Command::Perplexity {
+            format,
+            weights,
+            seed,
+            text,
+            window,
+            windows,
+            json,
+        } => {
+            let weights = load_weights(weights.as_deref(), seed)?;
+            let text = std::fs::read(&text).map_err(|e| format!("{}: {e}", text.display()))?;
+            let windows = accuracy::windows(&text, window, windows);
+            if windows.is_empty() {
+                return Err(format!(
+                    "the text is shorter than one window of {window} bytes"
+                ));
+            }
+            if window > weights.config.max_seq_len {
+                return Err(format!(
+                    "--window {window}: the model reads at most {} positions",
+                    weights.config.max_seq_len
+                ));
+            }
+            let ctx = gpu_context()?;
+            let h = pollster::block_on(accuracy::held_out(&ctx, &weights, format, &windows))
+                .map_err(|e| e.to_string())?;
+            if json {
+                println!("{}", to_json(&h)?);
+            } else {
+                println!(
+                    "{}: held-out loss {:.4} nats/byte, perplexity {:.4} per byte, {:.4} bits/byte ({} windows, {} bytes predicted)",
+                    h.format.name(),
+                    h.loss,
+                    h.perplexity,
+                    h.bits_per_byte,
+                    h.windows,
+                    h.predictions
+                );
+            }
+        }
+        Command::Experts {
+            weights,
+            seed,
+            text,
+            window,
+            windows,
+            json,
+        } => run_experts(
+            &load_weights(weights.as_deref(), seed)?,
+            &text,
+            window,
+            windows,
+            json,
+        )?,
         Command::Rack { command } => run_rack(command)?,
+    }
+    Ok(())
+}
+
+fn run_experts(
+    weights: &Weights,
+    text: &std::path::Path,
+    window: usize,
+    windows: usize,
+    json: bool,
+) -> Result<(), String> {
+    use moescope_engine::model::experts::{specialization, ByteClass};
+    use moescope_engine::model::reference::{forward, KvCache};
+    let bytes = std::fs::read(text).map_err(|e| format!("{}: {e}", text.display()))?;
+    let windows = accuracy::windows(&bytes, window.min(weights.config.max_seq_len), windows);
+    if windows.is_empty() {
+        return Err(format!(
+            "the text is shorter than one window of {window} bytes"
+        ));
+    }
+    let (mut tokens, mut routing) = (Vec::new(), Vec::new());
+    for w in &windows {
+        let out =
+            forward(weights, w, &mut KvCache::new(&weights.config)).map_err(|e| e.to_string())?;
+        tokens.extend_from_slice(w);
+        routing.extend(
+            out.routing
+                .into_iter()
+                .map(|per_layer| per_layer.into_iter().map(|r| r.experts).collect::<Vec<_>>()),
+        );
+    }
+    let s = specialization(&tokens, &routing, weights.config.routed_experts, 8);
+    if json {
+        println!("{}", to_json(&s)?);
+        return Ok(());
+    }
+    let total = s.tokens.max(1) as f64;
+    let overall: Vec<String> = ByteClass::ALL
+        .iter()
+        .zip(&s.overall)
+        .map(|(c, n)| format!("{} {:.1}%", c.name(), 100.0 * *n as f64 / total))
+        .collect();
+    println!("{} tokens: {}", s.tokens, overall.join(", "));
+    println!("{:>5} {:>6} {:>7}  favourite class: its share of the expert's tokens (of the text's), odds ratio", "layer", "expert", "tokens");
+    for p in &s.experts {
+        let fav = match p.favourite {
+            Some((c, share, ratio)) => {
+                let i = ByteClass::ALL.iter().position(|x| *x == c).unwrap_or(0);
+                format!(
+                    "{} {:.0}% ({:.0}%), x{ratio:.0}",
+                    c.name(),
+                    100.0 * share,
+                    100.0 * s.overall[i] as f64 / total
+                )
+            }
+            None => "none (takes the text's mix)".into(),
+        };
+        println!(
+            "{:>5} {:>6} {:>7}  {fav}",
+            p.layer + 1,
+            format!("E{}", p.expert),
+            p.tokens
+        );
     }
     Ok(())
 }

@@ -72,6 +72,69 @@ pub async fn measure(
     })
 }
 
+/// A format's held-out loss: the mean next-byte cross-entropy over windows of unseen text, the
+/// number the training script reports (docs/TRAINING.md).
+#[derive(Clone, Debug, Serialize)]
+pub struct HeldOut {
+    pub format: Format,
+    /// Nats per byte.
+    pub loss: f64,
+    /// Per byte: exp(loss).
+    pub perplexity: f64,
+    pub bits_per_byte: f64,
+    pub windows: usize,
+    /// Bytes predicted (each window of n + 1 bytes predicts n).
+    pub predictions: usize,
+}
+
+/// `count` non-overlapping windows of `len + 1` bytes, evenly spaced over `text` (fewer if the
+/// text is short). Each is read from an empty cache, as training evaluated them.
+pub fn windows(text: &[u8], len: usize, count: usize) -> Vec<Vec<u32>> {
+    let available = text.len().saturating_sub(1) / len.max(1);
+    let count = count.min(available);
+    let stride = available.checked_div(count).unwrap_or(0);
+    (0..count)
+        .map(|i| {
+            let start = i * stride * len;
+            text[start..start + len + 1]
+                .iter()
+                .map(|&b| u32::from(b))
+                .collect()
+        })
+        .collect()
+}
+
+/// The held-out loss of the GPU model in `format` (all switches on) over `windows`.
+pub async fn held_out(
+    ctx: &GpuContext,
+    weights: &Weights,
+    format: Format,
+    windows: &[Vec<u32>],
+) -> Result<HeldOut, ModelError> {
+    let mut model = GpuModel::with_format(ctx, weights, format)?;
+    model.set_optimizations(Optimizations::all());
+    let vocab = weights.config.vocab_size;
+    let (mut total, mut predictions) = (0.0f64, 0usize);
+    for window in windows.iter().filter(|w| w.len() >= 2) {
+        let (input, target) = (&window[..window.len() - 1], &window[1..]);
+        model.reset();
+        let (out, _) = model.forward(ctx, input).await?;
+        for (row, &t) in out.logits.chunks_exact(vocab).zip(target) {
+            total -= log_probs(row)[t as usize];
+            predictions += 1;
+        }
+    }
+    let loss = total / predictions.max(1) as f64;
+    Ok(HeldOut {
+        format,
+        loss,
+        perplexity: loss.exp(),
+        bits_per_byte: loss / std::f64::consts::LN_2,
+        windows: windows.len(),
+        predictions,
+    })
+}
+
 fn argmax(v: &[f32]) -> usize {
     v.iter()
         .enumerate()
@@ -116,6 +179,20 @@ mod tests {
         let want = (1.0 + e).ln() - 2f64.ln() - 0.5;
         assert!((kl_divergence(&[0.0, 0.0], &[1.0, 0.0]) - want).abs() < 1e-12);
         assert_eq!(argmax(&[0.5, 3.0, -1.0]), 1);
+    }
+
+    #[test]
+    fn windows_are_evenly_spaced_and_do_not_overlap() {
+        let text: Vec<u8> = (0..=100u8).collect();
+        let w = windows(&text, 10, 3);
+        assert_eq!(w.len(), 3);
+        // 10 windows fit; every third is taken.
+        assert_eq!(w[0][0], 0);
+        assert_eq!(w[1][0], 30);
+        assert_eq!(w[2][0], 60);
+        assert!(w.iter().all(|w| w.len() == 11));
+        assert_eq!(windows(&text, 10, 99).len(), 10);
+        assert!(windows(&text[..5], 10, 3).is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod accuracy;
 pub mod config;
+pub mod experts;
 pub mod generate;
 pub mod gpu;
 pub mod reference;

@@ -123,8 +123,10 @@ pub enum WeightError {
         expected: Vec<usize>,
         got: Vec<usize>,
     },
-    #[error("tensor {name} has dtype {got}, expected F32")]
+    #[error("tensor {name} has dtype {got}, expected F32 (or I8 with an F32 {name}.scales)")]
     Dtype { name: String, got: String },
+    #[error("int8 tensor {name} needs an F32 tensor {name}.scales of shape {expected:?} (one scale per 1x32 block)")]
+    Int8Scales { name: String, expected: Vec<usize> },
     #[error("tensor {name} contains a non-finite value at index {index}")]
     NonFinite { name: String, index: usize },
     #[error("the weight file has tensors this model does not use: {names}")]
@@ -145,6 +147,63 @@ enum Init {
 
 /// The metadata key under which a weight file carries its config as JSON.
 pub const CONFIG_METADATA_KEY: &str = "moescope.config";
+
+/// An int8-stored tensor `NAME` (dtype I8, codes row-major) comes with an F32 tensor
+/// `NAME.scales` of shape `[rows, cols / 32]`: engine::quant's int8 format (1x32 blocks along a
+/// row, value = code x scale). The shipped checkpoint stores its block projections so
+/// (train/export.py writes it), which takes 45 MB of f32 down to 13 MB.
+pub const INT8_SCALES_SUFFIX: &str = ".scales";
+
+/// Little-endian f32s. The data of a tensor need not be 4-byte aligned in the file: decode,
+/// don't cast.
+fn f32_values(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// Dequantizes an int8-stored tensor with its 1x32 block scales (`quant::dequantize`, the
+/// same decoder the quantized kernels are checked against).
+fn int8_values(
+    name: &str,
+    codes: &[u8],
+    shape: &[usize],
+    scales: Option<safetensors::tensor::TensorView<'_>>,
+) -> Result<Vec<f32>, WeightError> {
+    let (rows, cols) = match shape {
+        [rows, cols] => (*rows, *cols),
+        [n] => (1, *n),
+        _ => (shape.iter().product(), 1),
+    };
+    let (_, block) = crate::quant::block::block_shape(crate::quant::Format::Int8);
+    let expected = vec![rows, cols.div_ceil(block)];
+    let scales = match scales {
+        Some(v) if v.dtype() == safetensors::Dtype::F32 && v.shape() == expected.as_slice() => {
+            f32_values(v.data())
+        }
+        _ => {
+            return Err(WeightError::Int8Scales {
+                name: name.to_owned(),
+                expected,
+            })
+        }
+    };
+    if let Some(index) = scales.iter().position(|s| !s.is_finite() || *s < 0.0) {
+        return Err(WeightError::NonFinite {
+            name: format!("{name}{INT8_SCALES_SUFFIX}"),
+            index,
+        });
+    }
+    Ok(crate::quant::dequantize(&crate::quant::Quantized {
+        format: crate::quant::Format::Int8,
+        rows,
+        cols,
+        codes: codes.iter().map(|&b| u32::from(b)).collect(),
+        scales,
+        tensor_scale: 1.0,
+    }))
+}
 
 impl Weights {
     /// Deterministic synthetic weights: the same seed gives the same model on every platform.
@@ -172,9 +231,10 @@ impl Weights {
     }
 
     /// Loads a safetensors file. The config comes from the file's `moescope.config` metadata
-    /// (JSON) when present, else `default_config`. Every tensor must be present, F32, of the right
-    /// shape and finite; tensors the model does not use are refused too (a misspelled name would
-    /// otherwise silently fall back to nothing).
+    /// (JSON) when present, else `default_config`. Every tensor must be present, of the right
+    /// shape, F32 or int8 with its scales (`INT8_SCALES_SUFFIX`), and finite; tensors the model
+    /// does not use are refused too (a misspelled name would otherwise silently fall back to
+    /// nothing).
     pub fn from_safetensors(bytes: &[u8], default_config: &MoeConfig) -> Result<Self, WeightError> {
         let file = safetensors::SafeTensors::deserialize(bytes)
             .map_err(|e| WeightError::Format(e.to_string()))?;
@@ -196,12 +256,6 @@ impl Weights {
             let view = file.tensor(name).map_err(|_| WeightError::Missing {
                 name: name.to_owned(),
             })?;
-            if view.dtype() != safetensors::Dtype::F32 {
-                return Err(WeightError::Dtype {
-                    name: name.to_owned(),
-                    got: format!("{:?}", view.dtype()),
-                });
-            }
             if view.shape() != shape {
                 return Err(WeightError::Shape {
                     name: name.to_owned(),
@@ -209,12 +263,22 @@ impl Weights {
                     got: view.shape().to_vec(),
                 });
             }
-            // The data of a tensor need not be 4-byte aligned in the file: decode, don't cast.
-            let data: Vec<f32> = view
-                .data()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
+            let data = match view.dtype() {
+                safetensors::Dtype::F32 => f32_values(view.data()),
+                safetensors::Dtype::I8 => {
+                    let scales_name = format!("{name}{INT8_SCALES_SUFFIX}");
+                    let data =
+                        int8_values(name, view.data(), shape, file.tensor(&scales_name).ok())?;
+                    used.insert(scales_name);
+                    data
+                }
+                other => {
+                    return Err(WeightError::Dtype {
+                        name: name.to_owned(),
+                        got: format!("{other:?}"),
+                    })
+                }
+            };
             if let Some(index) = data.iter().position(|v| !v.is_finite()) {
                 return Err(WeightError::NonFinite {
                     name: name.to_owned(),
@@ -488,6 +552,93 @@ mod tests {
         w.for_each(&mut |n, t| x.push((n.to_owned(), t.clone())));
         back.for_each(&mut |n, t| y.push((n.to_owned(), t.clone())));
         assert_eq!(x, y);
+    }
+
+    /// The synthetic model with one matrix stored as int8 codes plus `scales` (as given).
+    fn with_int8(name: &str, scales: Option<(Vec<usize>, Vec<f32>)>) -> (Vec<u8>, Vec<f32>) {
+        let w = Weights::synthetic(&mini(), 1).unwrap();
+        let mut list = Vec::new();
+        let mut expected = Vec::new();
+        w.for_each(&mut |n, t| {
+            if n == name {
+                let q =
+                    crate::quant::quantize(crate::quant::Format::Int8, &t.data, t.rows(), t.cols());
+                expected = crate::quant::dequantize(&q);
+                let codes: Vec<u8> = q.codes.iter().map(|&c| c as u8).collect();
+                list.push((n.to_owned(), t.shape.clone(), safetensors::Dtype::I8, codes));
+                let (shape, values) = scales
+                    .clone()
+                    .unwrap_or((vec![t.rows(), t.cols() / 32], q.scales.clone()));
+                let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                list.push((format!("{n}.scales"), shape, safetensors::Dtype::F32, bytes));
+            } else {
+                let bytes: Vec<u8> = t.data.iter().flat_map(|v| v.to_le_bytes()).collect();
+                list.push((
+                    n.to_owned(),
+                    t.shape.clone(),
+                    safetensors::Dtype::F32,
+                    bytes,
+                ));
+            }
+        });
+        let refs: Vec<_> = list
+            .iter()
+            .map(|(n, s, d, b)| (n.as_str(), s.clone(), *d, b.clone()))
+            .collect();
+        (file_with(&refs), expected)
+    }
+
+    #[test]
+    fn int8_tensors_load_as_their_dequantized_values() {
+        let name = "layers.1.moe.experts.3.w_up.weight";
+        let (file, expected) = with_int8(name, None);
+        let w = Weights::from_safetensors(&file, &mini()).unwrap();
+        let mut got = Vec::new();
+        w.for_each(&mut |n, t| {
+            if n == name {
+                got = t.data.clone();
+            }
+        });
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn int8_tensors_need_well_formed_scales() {
+        let name = "layers.0.attn.wq_a.weight"; // [128, 256]: scales [128, 8]
+        let e = Weights::from_safetensors(
+            &with_int8(name, Some((vec![128, 4], vec![1.0; 512]))).0,
+            &mini(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, WeightError::Int8Scales { ref expected, .. } if expected == &vec![128, 8]),
+            "{e}"
+        );
+        let mut bad = vec![0.01f32; 128 * 8];
+        bad[5] = f32::NAN;
+        let e = Weights::from_safetensors(&with_int8(name, Some((vec![128, 8], bad))).0, &mini())
+            .unwrap_err();
+        assert!(
+            matches!(e, WeightError::NonFinite { ref name, index: 5 } if name.ends_with(".scales")),
+            "{e}"
+        );
+        // Codes without any scales tensor.
+        let mut file = Vec::new();
+        let (full, _) = with_int8(name, None);
+        let st = safetensors::SafeTensors::deserialize(&full).unwrap();
+        let kept: Vec<_> = st
+            .tensors()
+            .into_iter()
+            .filter(|(n, _)| !n.ends_with(".scales"))
+            .map(|(n, v)| (n, v.shape().to_vec(), v.dtype(), v.data().to_vec()))
+            .collect();
+        let refs: Vec<_> = kept
+            .iter()
+            .map(|(n, s, d, b)| (n.as_str(), s.clone(), *d, b.clone()))
+            .collect();
+        file.extend(file_with(&refs));
+        let e = Weights::from_safetensors(&file, &mini()).unwrap_err();
+        assert!(matches!(e, WeightError::Int8Scales { .. }), "{e}");
     }
 
     /// A small file with the given tensors (name, shape, dtype, values as bytes).
