@@ -8,11 +8,13 @@ use moescope_engine::rack::{self, Evaluation, Params, Scenario};
 use serde::Deserialize;
 
 use crate::rack_state::{self, LoadKind};
+pub use crate::training::TrainingMetric;
 
 /// The labs that ship, in menu order.
-pub const SHIPPED: [&str; 2] = [
+pub const SHIPPED: [&str; 3] = [
     include_str!("../../labs/nvl72-story.toml"),
     include_str!("../../labs/kernel-fusion.toml"),
+    include_str!("../../labs/fp8-training.toml"),
 ];
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -50,6 +52,8 @@ pub enum Run {
     },
     /// The sandbox's decode step on the visitor's GPU, eager and fused.
     Sandbox { metric: SandboxMetric },
+    /// The recorded BF16 and FP8 training runs (`crate::training`).
+    Training { metric: TrainingMetric },
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -163,6 +167,22 @@ mod tests {
         // Measured: 77 → 83 tokens/s per user, 890 → 958 users per rack (within the seed bound).
         for (v, want) in values.iter().zip([77.0, 890.0, 83.0, 958.0]) {
             assert!((v / want - 1.0).abs() < 0.05, "{v} vs {want}");
+        }
+    }
+
+    #[test]
+    fn the_fp8_lab_reads_the_recorded_runs() {
+        let lab = parse(SHIPPED[2]).unwrap();
+        let r = crate::training::results().unwrap();
+        for s in &lab.steps {
+            let Run::Training { metric } = s.run else {
+                panic!("{}: not a training step", s.title);
+            };
+            assert!(
+                r.get(metric).is_finite() && r.get(metric) > 0.0,
+                "{}",
+                s.title
+            );
         }
     }
 

@@ -9,5 +9,6 @@ pub mod pages;
 pub mod rack_state;
 pub mod sandbox_state;
 pub mod state;
+pub mod training;
 
 pub use app::App;

@@ -129,3 +129,66 @@ fn the_files_int8_codes_are_engine_quants_codes() {
     // 5 attention matrices per layer, 3 per FFN: 4·5 + 3 + 3·17·3.
     assert_eq!(seen, 176);
 }
+
+/// A crude but falsifiable test of "readable short English": almost every byte is a letter, a
+/// space or common punctuation, words have English lengths, and English function words occur.
+/// Synthetic weights fail it (their bytes are uniform noise); the held-out loss in
+/// docs/TRAINING.md is the real measure.
+fn looks_like_english(text: &str) -> Result<(), String> {
+    let bytes = text.len().max(1) as f64;
+    let plain = text
+        .bytes()
+        .filter(|b| b.is_ascii_alphabetic() || b" .,;:'()-\n".contains(b))
+        .count() as f64;
+    if plain / bytes < 0.9 {
+        return Err(format!(
+            "only {:.0}% letters, spaces and punctuation",
+            100.0 * plain / bytes
+        ));
+    }
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mean = words.iter().map(|w| w.len()).sum::<usize>() as f64 / words.len().max(1) as f64;
+    if !(2.0..=9.0).contains(&mean) {
+        return Err(format!("mean word length {mean:.1}"));
+    }
+    const FUNCTION_WORDS: [&str; 16] = [
+        "the", "of", "a", "an", "is", "are", "to", "and", "in", "that", "be", "for", "as", "it",
+        "by", "with",
+    ];
+    let found: std::collections::BTreeSet<&str> = words
+        .iter()
+        .map(|w| w.to_ascii_lowercase())
+        .filter_map(|w| FUNCTION_WORDS.iter().copied().find(|f| *f == w))
+        .collect();
+    if found.len() < 3 {
+        return Err(format!("only these function words: {found:?}"));
+    }
+    Ok(())
+}
+
+fn greedy(w: &Weights, prompt: &str, n: usize) -> String {
+    let mut cache = KvCache::new(&w.config);
+    let mut tokens = moescope_engine::model::tokenizer::encode(prompt);
+    let mut logits = forward(w, &tokens, &mut cache).unwrap().logits;
+    let v = w.config.vocab_size;
+    for _ in 0..n {
+        let last = &logits[logits.len() - v..];
+        let next = (0..v).fold(0, |b, i| if last[i] > last[b] { i } else { b }) as u32;
+        tokens.push(next);
+        logits = forward(w, &[next], &mut cache).unwrap().logits;
+    }
+    moescope_engine::model::tokenizer::decode(&tokens)
+}
+
+#[test]
+fn the_trained_model_writes_english_and_synthetic_weights_do_not() {
+    let text = greedy(weights(), "The Python interpreter", 80);
+    looks_like_english(&text).unwrap_or_else(|why| panic!("{why}: {text:?}"));
+    let synthetic = Weights::synthetic(&MoeConfig::deepseek_mini(), 0).unwrap();
+    let noise = greedy(&synthetic, "The Python interpreter", 80);
+    assert!(looks_like_english(&noise).is_err(), "{noise:?}");
+    println!("{text}");
+}

@@ -221,3 +221,41 @@ test('the rack page shows the calibration, computed in wasm, every point within 
     assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
   });
 });
+
+/**
+ * The same crude check of "readable English" as engine/tests/checkpoint.rs: letters, spaces and
+ * common punctuation; English word lengths; at least three English function words.
+ */
+function assertEnglish(text) {
+  const plain = [...text].filter((c) => /[A-Za-z .,;:'()\-\n]/.test(c)).length;
+  assert.ok(plain / Math.max(1, text.length) >= 0.9, `not letters and spaces: ${JSON.stringify(text)}`);
+  const words = text.split(/[^A-Za-z]+/).filter(Boolean);
+  const mean = words.reduce((s, w) => s + w.length, 0) / Math.max(1, words.length);
+  assert.ok(mean >= 2 && mean <= 9, `mean word length ${mean}: ${JSON.stringify(text)}`);
+  const fn = new Set(['the', 'of', 'a', 'an', 'is', 'are', 'to', 'and', 'in', 'that', 'be', 'for', 'as', 'it', 'by', 'with']);
+  const found = new Set(words.map((w) => w.toLowerCase()).filter((w) => fn.has(w)));
+  assert.ok(found.size >= 3, `function words ${[...found]}: ${JSON.stringify(text)}`);
+}
+
+for (const webgpu of [true, false]) {
+  test(`the trained checkpoint loads and writes English on ${webgpu ? 'WebGPU' : 'the CPU fallback'}`, async () => {
+    await withPage({ webgpu }, async ({ page, problems }) => {
+      await page.goto(`${server.base}#/sandbox`);
+      const source = page.getByTestId('weights-source');
+      await page.waitForFunction(
+        () => document.querySelector('[data-testid=weights-source]')?.dataset.source !== 'loading',
+        null, { timeout: 60_000 });
+      assert.equal(await source.getAttribute('data-source'), 'trained', await source.innerText());
+      assert.match(await source.innerText(), /Python 3\.11 documentation .* int8 .*\(13\.\d MB\)/);
+      await page.getByTestId('gen-prompt').fill('The Python interpreter');
+      await generate(page, 40);
+      const text = await page.getByTestId('gen-output').innerText();
+      assertEnglish(`The Python interpreter${text}`);
+      // 40 tokens are enough for the specialization table to name some experts.
+      const spec = page.getByTestId('expert-specialization');
+      assert.match(await spec.innerText(), /MoE layer 1/);
+      if (webgpu) await screenshot(page, 'sandbox-trained');
+      assert.deepEqual(problems.filter((p) => webgpu || !/WebGPU|adapter/i.test(p)), []);
+    });
+  });
+}

@@ -58,3 +58,22 @@ test('the kernel-fusion lab measures the visitor\'s GPU', async () => {
     assert.deepEqual(problems, []);
   });
 });
+
+test('the FP8 training lab charts the recorded runs and checks predictions against them', async () => {
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/labs`);
+    await page.getByTestId('lab-open-fp8-training').click();
+    const chart = page.getByTestId('loss-curves');
+    await chart.waitFor();
+    assert.equal(await chart.locator('path.loss-curve').count(), 3);
+    assert.match(await chart.innerText(), /BF16, seed 0[\s\S]*BF16, seed 1[\s\S]*FP8, seed 0/);
+    let r = await predictAndRun(page, 0, 1.0);
+    assert.equal(await r.getAttribute('data-close'), 'true');
+    assert.match(await r.innerText(), /^1\.0\d nats per byte \(measured once on an H200 and recorded, not run in your browser\)/);
+    r = await predictAndRun(page, 2, 50);
+    assert.equal(await r.getAttribute('data-close'), 'false');
+    assert.match(await page.getByTestId('lab-explain-2').innerText(), /smaller than the gap between two BF16 seeds/);
+    await screenshot(page, 'labs-fp8-training');
+    assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
+  });
+});

@@ -10,6 +10,7 @@ use moescope_engine::bench::decode::{run_variants, DecodeBench, DecodeBenchOptio
 use moescope_engine::gpu::GpuContext;
 use moescope_engine::plan::Optimizations;
 
+use crate::components::LossCurves;
 use crate::labs::{self, Lab, Run, SandboxMetric};
 
 /// Kernels and speedup of the sandbox's decode step, measured once per page visit.
@@ -90,6 +91,9 @@ fn LabStep(
             }
             match &step.run {
                 r @ Run::Rack { .. } => result.set(Some(labs::run_rack(r))),
+                Run::Training { metric } => {
+                    result.set(Some(crate::training::results().map(|r| r.get(*metric))))
+                }
                 Run::Sandbox { metric } => {
                     let metric = *metric;
                     if let Some(done) = sandbox.get_untracked() {
@@ -113,6 +117,7 @@ fn LabStep(
     let kind = match step.run {
         Run::Rack { .. } => "computed by the rack model, an estimate",
         Run::Sandbox { .. } => "measured on your GPU",
+        Run::Training { .. } => "measured once on an H200 and recorded, not run in your browser",
     };
     view! {
         <section class="card lab-step" data-testid=format!("lab-step-{index}")>
@@ -152,10 +157,19 @@ fn LabStep(
 #[component]
 fn LabView(lab: Lab) -> impl IntoView {
     let sandbox = RwSignal::new(None::<Result<SandboxRun, String>>);
+    let chart = lab
+        .steps
+        .iter()
+        .any(|s| matches!(s.run, Run::Training { .. }))
+        .then(|| match crate::training::results() {
+            Ok(r) => view! { <LossCurves results=r /> }.into_any(),
+            Err(e) => view! { <p class="bad">{format!("The recorded training runs could not be read: {e}")}</p> }.into_any(),
+        });
     view! {
         <article data-testid=format!("lab-{}", lab.id)>
             <h2>{lab.title.clone()}</h2>
             <p class="lead">{lab.intro.clone()}</p>
+            {chart}
             {lab.steps.into_iter().enumerate().map(|(i, s)| view! { <LabStep index=i step=s sandbox=sandbox /> }).collect_view()}
         </article>
     }

@@ -25,7 +25,7 @@ pub fn SandboxPage() -> impl IntoView {
         <KernelCheck />
         <section class="card placeholder">
             <h2>"Coming next"</h2>
-            <p>"A trained checkpoint, so that the sandbox writes readable English and its experts specialize; FP8 activations in the MoE dispatch records."</p>
+            <p>"FP8 activations (E4M3 with a scale per 1×128 tile) in the MoE dispatch records, as the fused AllToAll sends them; the CPU fallback in a Web Worker."</p>
         </section>
     }
 }
