@@ -190,5 +190,4 @@ fn the_trained_model_writes_english_and_synthetic_weights_do_not() {
     let synthetic = Weights::synthetic(&MoeConfig::deepseek_mini(), 0).unwrap();
     let noise = greedy(&synthetic, "The Python interpreter", 80);
     assert!(looks_like_english(&noise).is_err(), "{noise:?}");
-    println!("{text}");
 }
