@@ -51,8 +51,16 @@ pub async fn load() -> (Weights, Source) {
 }
 
 async fn fetch(url: &str) -> Result<Vec<u8>, String> {
-    let window = web_sys::window().ok_or("no window")?;
-    let response = JsFuture::from(window.fetch_with_str(url))
+    // In the page or in the CPU worker (crate::worker).
+    let global = js_sys::global();
+    let request = if let Some(w) = global.dyn_ref::<web_sys::Window>() {
+        w.fetch_with_str(url)
+    } else if let Some(w) = global.dyn_ref::<web_sys::WorkerGlobalScope>() {
+        w.fetch_with_str(url)
+    } else {
+        return Err("neither a window nor a worker: nothing to fetch with".into());
+    };
+    let response = JsFuture::from(request)
         .await
         .map_err(|e| format!("fetching {url} failed: {}", js_message(&e)))?;
     let response: web_sys::Response = response

@@ -10,5 +10,6 @@ pub mod rack_state;
 pub mod sandbox_state;
 pub mod state;
 pub mod training;
+pub mod worker;
 
 pub use app::App;

@@ -195,9 +195,18 @@ test('without WebGPU the sandbox generates on the CPU fallback and says so', asy
     await page.getByTestId('generator').waitFor();
     await generate(page, 8);
     assert.match(await page.getByTestId('gen-fallback').innerText(), /CPU reference compiled to WebAssembly/);
-    assert.match(await page.getByTestId('gen-backend').innerText(), /CPU reference in WebAssembly/);
+    assert.match(await page.getByTestId('gen-backend').innerText(), /CPU reference in WebAssembly \(fallback, f64 accumulation\) in a Web Worker/);
     assert.match(await page.getByTestId('gen-stats').innerText(), /tokens\/s/);
     await assertExpertRows(page, 8);
+    // Stop reaches the worker: a long run ends early, with what it had.
+    await page.getByTestId('gen-tokens').fill('256');
+    const runs = Number(await page.getByTestId('generator').getAttribute('data-runs'));
+    await page.getByTestId('gen-run').click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=gen-experts] tbody tr').length >= 3, null, { timeout: 60_000 });
+    await page.getByTestId('gen-stop').click();
+    await page.waitForFunction((n) => Number(document.querySelector('[data-testid=generator]')?.dataset.runs) > n, runs, { timeout: 60_000 });
+    const stopped = await page.locator('[data-testid=gen-experts] tbody tr').count();
+    assert.ok(stopped >= 3 && stopped < 256, `${stopped} tokens after Stop`);
     // Bad input gives a message, and the panel still works afterwards.
     await page.getByTestId('gen-tokens').fill('0');
     await page.getByTestId('gen-run').click();
@@ -259,3 +268,18 @@ for (const webgpu of [true, false]) {
     });
   });
 }
+
+test('when the checkpoint cannot be fetched the sandbox says why and runs synthetic weights', async () => {
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    await page.route('**/deepseek-mini-int8.safetensors', (route) => route.fulfill({ status: 404, body: 'gone' }));
+    await page.goto(`${server.base}#/sandbox`);
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid=weights-source]')?.dataset.source !== 'loading',
+      null, { timeout: 60_000 });
+    const source = page.getByTestId('weights-source');
+    assert.equal(await source.getAttribute('data-source'), 'synthetic');
+    assert.match(await source.innerText(), /could not be loaded \(deepseek-mini-int8\.safetensors: HTTP 404\)/);
+    await generate(page, 4);
+    assert.deepEqual(problems.filter((p) => !/WebGPU|adapter|404/i.test(p)), []);
+  });
+});

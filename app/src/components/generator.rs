@@ -19,7 +19,6 @@ use moescope_engine::model::gpu::KernelLaunch;
 use moescope_engine::model::{tokenizer, Weights};
 use moescope_engine::plan::Optimizations;
 use moescope_engine::quant::Format;
-use wasm_bindgen::JsCast;
 
 use super::{
     share_links, ExpertHeatmap, ExpertSpecialization, KernelTimeline, OptimizationSwitches,
@@ -27,6 +26,7 @@ use super::{
 };
 use crate::checkpoint::{self, Source};
 use crate::sandbox_state::{self, SandboxState};
+use crate::worker::{yield_now, CpuWorker, FromWorker};
 
 /// Which engine the visitor asked for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,6 +74,10 @@ struct Engines {
     cpu: Option<Engine>,
     /// Why the GPU engine could not be built, remembered so Auto does not retry every click.
     gpu_error: Option<String>,
+    /// The CPU engine off the main thread (`crate::worker`), started on first CPU use.
+    worker: Option<Rc<CpuWorker>>,
+    /// Why no worker could be started: the CPU engine then runs on the main thread.
+    worker_error: Option<String>,
 }
 
 async fn gpu_context(engines: &Rc<RefCell<Engines>>) -> Result<Arc<GpuContext>, String> {
@@ -97,17 +101,6 @@ async fn build_gpu(
 ) -> Result<Engine, String> {
     let ctx = gpu_context(engines).await?;
     Engine::gpu(ctx, weights, o, format).map_err(|e| e.to_string())
-}
-
-/// Lets the browser paint between tokens.
-async fn yield_to_browser() {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        if let Some(w) = web_sys::window() {
-            let _ =
-                w.set_timeout_with_callback_and_timeout_and_arguments_0(resolve.unchecked_ref(), 0);
-        }
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 #[component]
@@ -218,8 +211,13 @@ pub fn GeneratePanel(
         }
     };
     let stop_click = {
-        let stop = Rc::clone(&stop);
-        move |_| *stop.borrow_mut() = true
+        let (stop, engines) = (Rc::clone(&stop), Rc::clone(&engines));
+        move |_| {
+            *stop.borrow_mut() = true;
+            if let Some(w) = engines.borrow().worker.as_ref() {
+                w.stop();
+            }
+        }
     };
     let busy = move || matches!(status.get(), Status::Preparing | Status::Running);
     // Before/after in one click: the same decode steps with every switch off and with the
@@ -270,11 +268,18 @@ pub fn GeneratePanel(
             check.set(None);
             let (engines, weights) = (Rc::clone(&engines), Rc::clone(&weights));
             spawn_local(async move {
+                let w = load_weights(&weights, weights_source).await;
                 let taken = match backend {
                     Backend::Gpu => engines.borrow_mut().gpu.take(),
-                    Backend::Cpu => engines.borrow_mut().cpu.take(),
+                    // The text may have come from the worker: check it with a page-side engine.
+                    Backend::Cpu => Some(
+                        engines
+                            .borrow_mut()
+                            .cpu
+                            .take()
+                            .unwrap_or_else(|| Engine::cpu((*w).clone())),
+                    ),
                 };
-                let w = load_weights(&weights, weights_source).await;
                 let result = match taken {
                     Some(mut engine) => {
                         let r = check_against_reference(&mut engine, &w, &tokens)
@@ -553,6 +558,24 @@ async fn generate(
             )));
         }
     }
+    if engine.is_none() {
+        match cpu_worker(engines) {
+            Ok(worker) => {
+                s.backend_label.set(cpu_label(format, " in a Web Worker"));
+                s.status.set(Status::Running);
+                return run_in_worker(&worker, prompt, n, stop, s).await;
+            }
+            Err(why) => s.fallback_note.update(|note| {
+                let text = format!(
+                    "The CPU engine runs on the main thread here, so the page pauses between tokens: no Web Worker could be started ({why})."
+                );
+                *note = Some(match note.take() {
+                    Some(n) => format!("{n} {text}"),
+                    None => text,
+                });
+            }),
+        }
+    }
     let mut engine = match engine {
         Some(e) => e,
         None => engines
@@ -571,16 +594,10 @@ async fn generate(
             engine.weight_bytes() as f64 / 1e6,
             optimizations.label()
         ),
-        Backend::Cpu if format != Format::F32 => format!(
-            "Engine: CPU reference in WebAssembly (f64 accumulation) with f32 weights: {} runs on WebGPU only",
-            format.name()
-        ),
-        Backend::Cpu => {
-            "Engine: CPU reference in WebAssembly (fallback, f64 accumulation)".to_owned()
-        }
+        Backend::Cpu => cpu_label(format, " on the main thread"),
     });
     s.status.set(Status::Running);
-    yield_to_browser().await;
+    yield_now().await;
 
     let opts = GenerateOptions {
         max_new_tokens: n,
@@ -647,6 +664,134 @@ fn format_label(f: Format) -> &'static str {
     }
 }
 
+fn cpu_label(format: Format, place: &str) -> String {
+    if format == Format::F32 {
+        format!("Engine: CPU reference in WebAssembly (fallback, f64 accumulation){place}")
+    } else {
+        format!(
+            "Engine: CPU reference in WebAssembly (f64 accumulation){place} with f32 weights: {} runs on WebGPU only",
+            format.name()
+        )
+    }
+}
+
+/// The worker, started on first use; a failure is remembered so later clicks do not retry.
+fn cpu_worker(engines: &Rc<RefCell<Engines>>) -> Result<Rc<CpuWorker>, String> {
+    let mut cell = engines.borrow_mut();
+    if let Some(w) = &cell.worker {
+        return Ok(Rc::clone(w));
+    }
+    if let Some(why) = &cell.worker_error {
+        return Err(why.clone());
+    }
+    match CpuWorker::start() {
+        Ok(w) => {
+            let w = Rc::new(w);
+            cell.worker = Some(Rc::clone(&w));
+            Ok(w)
+        }
+        Err(why) => {
+            cell.worker_error = Some(why.clone());
+            Err(why)
+        }
+    }
+}
+
+/// The tokens of one run so far, and what the page shows of them.
+struct Progress<'a> {
+    prompt: &'a [u32],
+    bytes: Vec<u8>,
+    total_ms: f64,
+}
+
+impl Progress<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        s: &Sinks,
+        token: u32,
+        experts: Vec<Vec<usize>>,
+        ms: f64,
+        (kernels, submissions, moved): (usize, usize, u64),
+        trace: Vec<KernelLaunch>,
+        backend: Backend,
+    ) {
+        self.bytes.push(token as u8);
+        self.total_ms += ms;
+        let ms = self.total_ms / self.bytes.len() as f64;
+        s.last_trace.set(trace);
+        let mut all = self.prompt.to_vec();
+        all.extend(self.bytes.iter().map(|&b| u32::from(b)));
+        s.last_tokens.set(Some((all, backend)));
+        s.output
+            .set(String::from_utf8_lossy(&self.bytes).into_owned());
+        s.rows.update(|r| {
+            r.push(TokenRow {
+                token,
+                text: token_label(token),
+                experts,
+            })
+        });
+        s.stats.set(Some(StepSummary {
+            tokens_per_s: 1e3 / ms,
+            ms,
+            kernels,
+            submissions,
+            mb: moved as f64 / 1e6,
+        }));
+    }
+}
+
+/// The next message, or None when the worker's side of the channel is gone.
+async fn next(rx: &mut futures_channel::mpsc::UnboundedReceiver<FromWorker>) -> Option<FromWorker> {
+    std::future::poll_fn(|cx| futures_core::Stream::poll_next(std::pin::Pin::new(&mut *rx), cx))
+        .await
+}
+
+/// Generation in the CPU worker: its messages become the same rows and numbers as a page-side
+/// run. Stop is forwarded by the Stop button; the worker answers with Done.
+async fn run_in_worker(
+    worker: &CpuWorker,
+    prompt: &[u32],
+    n: usize,
+    stop: &Rc<RefCell<bool>>,
+    s: Sinks,
+) -> Result<(), String> {
+    let mut rx = worker.generate(prompt, n);
+    let mut progress = Progress {
+        prompt,
+        bytes: Vec::new(),
+        total_ms: 0.0,
+    };
+    while let Some(message) = next(&mut rx).await {
+        match message {
+            FromWorker::Listening | FromWorker::Ready { .. } => {}
+            FromWorker::Token {
+                token,
+                experts,
+                ms,
+                bytes,
+            } => {
+                progress.push(
+                    &s,
+                    token,
+                    experts,
+                    ms,
+                    (0, 0, bytes),
+                    Vec::new(),
+                    Backend::Cpu,
+                );
+                if *stop.borrow() {
+                    worker.stop();
+                }
+            }
+            FromWorker::Done => return Ok(()),
+            FromWorker::Error { message } => return Err(message),
+        }
+    }
+    Err("the CPU worker stopped answering".into())
+}
+
 fn adapter_name(engine: &Engine) -> String {
     let name = engine.device_name();
     if name.is_empty() {
@@ -666,36 +811,24 @@ async fn run_loop(
     let mut generator = Generator::start(engine, prompt, opts)
         .await
         .map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    let mut total_ms = 0.0;
+    let mut progress = Progress {
+        prompt,
+        bytes: Vec::new(),
+        total_ms: 0.0,
+    };
     while !*stop.borrow() {
         let Some(step) = generator.next(engine).await.map_err(|e| e.to_string())? else {
             break;
         };
-        bytes.push(step.token as u8);
-        total_ms += step.ms;
-        let count = bytes.len() as f64;
-        let row = TokenRow {
-            token: step.token,
-            text: token_label(step.token),
-            experts: step.experts.clone(),
-        };
-        let ms = total_ms / count;
-        let summary = StepSummary {
-            tokens_per_s: 1e3 / ms,
-            ms,
-            kernels: step.kernels,
-            submissions: step.submissions,
-            mb: step.bytes as f64 / 1e6,
-        };
-        s.last_trace.set(step.trace.clone());
-        let mut all = prompt.to_vec();
-        all.extend(bytes.iter().map(|&b| u32::from(b)));
-        s.last_tokens.set(Some((all, engine.backend())));
-        s.output.set(String::from_utf8_lossy(&bytes).into_owned());
-        s.rows.update(|r| r.push(row));
-        s.stats.set(Some(summary));
-        yield_to_browser().await;
+        let cost = (step.kernels, step.submissions, step.bytes);
+        let (token, experts, ms, trace) = (
+            step.token,
+            step.experts.clone(),
+            step.ms,
+            step.trace.clone(),
+        );
+        progress.push(&s, token, experts, ms, cost, trace, engine.backend());
+        yield_now().await;
     }
     Ok(())
 }

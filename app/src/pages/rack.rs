@@ -78,15 +78,15 @@ pub fn RackPage() -> impl IntoView {
                              come within 5%, the others within 15%. Predicted values are model estimates."
                         )}
                     </p>
-                    <table class="experts">
+                    <div class="scroll-x"><table class="experts">
                         <thead><tr><th>"measurement"</th><th>"measured"</th><th>"predicted (estimate)"</th><th>"residual"</th><th>"bound"</th><th></th></tr></thead>
                         <tbody>{rows}</tbody>
-                    </table>
+                    </table></div>
                     <h3>"Fitted efficiency parameters"</h3>
-                    <table class="experts">
+                    <div class="scroll-x"><table class="experts">
                         <thead><tr><th>"parameter"</th><th>"value"</th><th>"bounds"</th></tr></thead>
                         <tbody>{fitted}</tbody>
-                    </table>
+                    </table></div>
                     <p class="hint">"Units: efficiencies are fractions of peak; gaps and latencies in µs. docs/RACK_MODEL.md explains each mechanism."</p>
                 </section>
             }

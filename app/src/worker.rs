@@ -1,0 +1,294 @@
+//! The CPU fallback off the main thread. Without WebGPU the sandbox runs the CPU reference, which
+//! takes tens of milliseconds per token: on the main thread that freezes the page between tokens.
+//! So the same wasm module is started a second time in a module Web Worker
+//! (`public/cpu-worker.js`), where `main` finds no window and calls `serve` instead of mounting
+//! the app. The worker loads the weights itself and streams one message per token.
+//!
+//! Where no worker can be started (a sandboxed iframe has an opaque origin, and a worker must be
+//! same-origin), the page runs the CPU engine on the main thread as before and says so.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use futures_channel::mpsc;
+use moescope_engine::model::generate::{Engine, GenerateOptions, Generator, Sampling};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::checkpoint::{self, Source};
+
+/// The worker script, relative to the page.
+pub const SCRIPT: &str = "cpu-worker.js";
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToWorker {
+    Generate { prompt: Vec<u32>, tokens: usize },
+    Stop,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FromWorker {
+    /// The worker listens: messages posted before this would be lost (a worker's messages are
+    /// dropped until its handler is set, and the wasm takes a while to load).
+    Listening,
+    /// The weights are loaded (trained, or synthetic and why).
+    Ready {
+        trained: bool,
+        why: Option<String>,
+    },
+    Token {
+        token: u32,
+        experts: Vec<Vec<usize>>,
+        ms: f64,
+        bytes: u64,
+    },
+    Done,
+    Error {
+        message: String,
+    },
+}
+
+/// Lets the event loop run (so a Stop message or a repaint gets in): a zero-delay timer, in a
+/// window or in a worker.
+pub async fn yield_now() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let global = js_sys::global();
+        let set_timeout = js_sys::Reflect::get(&global, &"setTimeout".into())
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+        match set_timeout {
+            Some(f) => {
+                let _ = f.call2(&global, &resolve, &0.into());
+            }
+            None => {
+                let _ = resolve.call0(&JsValue::NULL);
+            }
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+fn encode<T: Serialize>(message: &T) -> JsValue {
+    JsValue::from_str(&serde_json::to_string(message).unwrap_or_default())
+}
+
+fn decode<T: for<'a> Deserialize<'a>>(data: &JsValue) -> Result<T, String> {
+    let text = data
+        .as_string()
+        .ok_or_else(|| "a message that is not text".to_string())?;
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+// ---- In the worker ----
+
+/// Runs in the worker: answers `ToWorker` messages until the page closes it.
+pub fn serve() {
+    let scope: web_sys::DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let stop = Rc::new(RefCell::new(false));
+    let engine: Rc<RefCell<Option<Engine>>> = Rc::new(RefCell::new(None));
+    let on_message = {
+        let scope = scope.clone();
+        Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+            match decode::<ToWorker>(&ev.data()) {
+                Ok(ToWorker::Stop) => *stop.borrow_mut() = true,
+                Ok(ToWorker::Generate { prompt, tokens }) => {
+                    *stop.borrow_mut() = false;
+                    let (scope, stop, engine) =
+                        (scope.clone(), Rc::clone(&stop), Rc::clone(&engine));
+                    wasm_bindgen_futures::spawn_local(async move {
+                        let post = |m: &FromWorker| {
+                            let _ = scope.post_message(&encode(m));
+                        };
+                        let result = generate(&engine, &prompt, tokens, &stop, &post).await;
+                        post(&match result {
+                            Ok(()) => FromWorker::Done,
+                            Err(message) => FromWorker::Error { message },
+                        });
+                    });
+                }
+                Err(e) => {
+                    let _ = scope.post_message(&encode(&FromWorker::Error { message: e }));
+                }
+            }
+        })
+    };
+    scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    // The handler lives as long as the worker.
+    on_message.forget();
+    let _ = scope.post_message(&encode(&FromWorker::Listening));
+}
+
+async fn generate(
+    cell: &Rc<RefCell<Option<Engine>>>,
+    prompt: &[u32],
+    tokens: usize,
+    stop: &Rc<RefCell<bool>>,
+    post: &dyn Fn(&FromWorker),
+) -> Result<(), String> {
+    let cached = cell.borrow_mut().take();
+    let mut engine = match cached {
+        Some(e) => e,
+        None => {
+            let (weights, source) = checkpoint::load().await;
+            post(&match source {
+                Source::Trained { .. } => FromWorker::Ready {
+                    trained: true,
+                    why: None,
+                },
+                Source::Synthetic { why } => FromWorker::Ready {
+                    trained: false,
+                    why: Some(why),
+                },
+            });
+            Engine::cpu(weights)
+        }
+    };
+    let opts = GenerateOptions {
+        max_new_tokens: tokens,
+        sampling: Sampling::Greedy,
+        seed: 0,
+    };
+    let result = async {
+        let mut generator = Generator::start(&mut engine, prompt, opts)
+            .await
+            .map_err(|e| e.to_string())?;
+        while !*stop.borrow() {
+            let Some(step) = generator
+                .next(&mut engine)
+                .await
+                .map_err(|e| e.to_string())?
+            else {
+                break;
+            };
+            post(&FromWorker::Token {
+                token: step.token,
+                experts: step.experts.clone(),
+                ms: step.ms,
+                bytes: step.bytes,
+            });
+            yield_now().await;
+        }
+        Ok(())
+    }
+    .await;
+    *cell.borrow_mut() = Some(engine);
+    result
+}
+
+// ---- On the page ----
+
+/// The page's handle on the worker.
+pub struct CpuWorker {
+    worker: web_sys::Worker,
+    inbox: Rc<RefCell<Option<mpsc::UnboundedSender<FromWorker>>>>,
+    /// Messages for the worker, held until it says it is listening (then None).
+    pending: Rc<RefCell<Option<Vec<JsValue>>>>,
+    _on_message: Closure<dyn FnMut(web_sys::MessageEvent)>,
+    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
+}
+
+impl CpuWorker {
+    /// Starts the worker, or says why it cannot be started here.
+    pub fn start() -> Result<Self, String> {
+        let options = web_sys::WorkerOptions::new();
+        options.set_type(web_sys::WorkerType::Module);
+        let worker = web_sys::Worker::new_with_options(SCRIPT, &options).map_err(|e| {
+            e.dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+                .unwrap_or_else(|| format!("{e:?}"))
+        })?;
+        let inbox: Rc<RefCell<Option<mpsc::UnboundedSender<FromWorker>>>> =
+            Rc::new(RefCell::new(None));
+        let pending: Rc<RefCell<Option<Vec<JsValue>>>> = Rc::new(RefCell::new(Some(Vec::new())));
+        let on_message = {
+            let (inbox, pending, target) = (Rc::clone(&inbox), Rc::clone(&pending), worker.clone());
+            Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+                let message = decode::<FromWorker>(&ev.data())
+                    .unwrap_or_else(|message| FromWorker::Error { message });
+                if message == FromWorker::Listening {
+                    for m in pending.borrow_mut().take().unwrap_or_default() {
+                        let _ = target.post_message(&m);
+                    }
+                    return;
+                }
+                if let Some(tx) = inbox.borrow().as_ref() {
+                    let _ = tx.unbounded_send(message);
+                }
+            })
+        };
+        let on_error = {
+            let inbox = Rc::clone(&inbox);
+            Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+                if let Some(tx) = inbox.borrow().as_ref() {
+                    let _ = tx.unbounded_send(FromWorker::Error {
+                        message: format!("the CPU worker failed: {}", ev.message()),
+                    });
+                }
+            })
+        };
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        Ok(Self {
+            worker,
+            inbox,
+            pending,
+            _on_message: on_message,
+            _on_error: on_error,
+        })
+    }
+
+    /// Starts generating; the worker's messages for this run arrive on the receiver, ending with
+    /// `Done` or `Error`.
+    pub fn generate(&self, prompt: &[u32], tokens: usize) -> mpsc::UnboundedReceiver<FromWorker> {
+        let (tx, rx) = mpsc::unbounded();
+        *self.inbox.borrow_mut() = Some(tx);
+        self.send(&ToWorker::Generate {
+            prompt: prompt.to_vec(),
+            tokens,
+        });
+        rx
+    }
+
+    pub fn stop(&self) {
+        self.send(&ToWorker::Stop);
+    }
+
+    fn send(&self, message: &ToWorker) {
+        match self.pending.borrow_mut().as_mut() {
+            Some(queue) => queue.push(encode(message)),
+            None => {
+                let _ = self.worker.post_message(&encode(message));
+            }
+        }
+    }
+}
+
+impl Drop for CpuWorker {
+    fn drop(&mut self) {
+        self.worker.terminate();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_as_json() {
+        let m = FromWorker::Token {
+            token: 65,
+            experts: vec![vec![1, 2]],
+            ms: 3.5,
+            bytes: 10,
+        };
+        let text = serde_json::to_string(&m).unwrap();
+        assert_eq!(serde_json::from_str::<FromWorker>(&text).unwrap(), m);
+        let g: ToWorker =
+            serde_json::from_str(r#"{"kind":"generate","prompt":[1,2],"tokens":4}"#).unwrap();
+        assert!(matches!(g, ToWorker::Generate { tokens: 4, .. }));
+        assert!(serde_json::from_str::<ToWorker>(r#"{"kind":"explode"}"#).is_err());
+    }
+}
