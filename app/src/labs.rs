@@ -119,6 +119,46 @@ pub fn run_rack(run: &Run) -> Result<f64, String> {
     metric(&e, name)
 }
 
+/// The version of the labs' URL state (`#/labs?v=1&lab=ID`).
+pub const STATE_VERSION: u32 = 1;
+
+/// Which shipped lab an address opens (an index into `labs`), and the settings it could not
+/// use, each with what replaced it. Never fails: anything unreadable falls back to the first lab.
+pub fn parse_state(query: &str, labs: &[Lab]) -> (usize, Vec<String>) {
+    let mut index = 0;
+    let mut warnings = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "v" if value == STATE_VERSION.to_string() => {}
+            "v" => warnings.push(format!(
+                "version {}: this page reads version {STATE_VERSION}",
+                crate::state::shorten(value)
+            )),
+            "lab" => match labs.iter().position(|l| l.id == value) {
+                Some(i) => index = i,
+                None => {
+                    let ids: Vec<&str> = labs.iter().map(|l| l.id.as_str()).collect();
+                    warnings.push(format!(
+                        "lab {}: there is no such lab (labs: {}); showing the first",
+                        crate::state::shorten(value),
+                        ids.join(", ")
+                    ));
+                }
+            },
+            other => warnings.push(format!(
+                "{}: not a setting of this page",
+                crate::state::shorten(other)
+            )),
+        }
+    }
+    (index, warnings)
+}
+
+pub fn encode_state(lab: &Lab) -> String {
+    format!("v={STATE_VERSION}&lab={}", lab.id)
+}
+
 /// How a prediction compares with the computed value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
@@ -183,6 +223,32 @@ mod tests {
                 "{}",
                 s.title
             );
+        }
+    }
+
+    fn shipped() -> Vec<Lab> {
+        SHIPPED.iter().map(|t| parse(t).unwrap()).collect()
+    }
+
+    #[test]
+    fn the_labs_address_opens_a_lab_and_reports_what_it_cannot_use() {
+        let labs = shipped();
+        for (i, lab) in labs.iter().enumerate() {
+            assert_eq!(parse_state(&encode_state(lab), &labs), (i, vec![]));
+        }
+        let (i, w) = parse_state("v=1&lab=nope&color=red&v=9", &labs);
+        assert_eq!(i, 0);
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w[0].contains("no such lab") && w[0].contains("fp8-training"));
+        assert_eq!(parse_state("", &labs), (0, vec![]));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_labs_address_parses_without_panic(query in ".{0,200}") {
+            let labs = shipped();
+            let (i, _) = parse_state(&query, &labs);
+            proptest::prop_assert!(i < labs.len());
         }
     }
 

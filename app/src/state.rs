@@ -39,15 +39,17 @@ pub enum EmbedView {
     Waterfall,
     KernelTimeline,
     SandboxMini,
+    Lab,
 }
 
 impl EmbedView {
-    pub const ALL: [EmbedView; 5] = [
+    pub const ALL: [EmbedView; 6] = [
         EmbedView::RackSummary,
         EmbedView::Pareto,
         EmbedView::Waterfall,
         EmbedView::KernelTimeline,
         EmbedView::SandboxMini,
+        EmbedView::Lab,
     ];
 
     pub fn slug(self) -> &'static str {
@@ -57,6 +59,7 @@ impl EmbedView {
             EmbedView::Waterfall => "waterfall",
             EmbedView::KernelTimeline => "kernel-timeline",
             EmbedView::SandboxMini => "sandbox-mini",
+            EmbedView::Lab => "lab",
         }
     }
 }

@@ -77,3 +77,34 @@ test('the FP8 training lab charts the recorded runs and checks predictions again
     assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
   });
 });
+
+test('a lab\'s address opens it, Share gives that address, and a lab embeds alone', async () => {
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/labs?v=1&lab=fp8-training`);
+    await page.getByTestId('lab-fp8-training').waitFor();
+    assert.equal(await page.getByTestId('lab-open-fp8-training').getAttribute('aria-pressed'), 'true');
+    // Opening another lab rewrites the address; Share gives it and an iframe of the lab alone.
+    await page.getByTestId('lab-open-kernel-fusion').click();
+    await page.getByTestId('lab-kernel-fusion').waitFor();
+    assert.match(page.url(), /#\/labs\?v=1&lab=kernel-fusion$/);
+    await page.getByTestId('labs-share').click();
+    assert.match(await page.getByTestId('labs-share-url').inputValue(), /#\/labs\?v=1&lab=kernel-fusion$/);
+    assert.match(await page.getByTestId('labs-embed-code').inputValue(), /<iframe src="[^"]*#\/embed\/lab\?v=1&lab=kernel-fusion" .*sandbox="allow-scripts"/);
+    // A bad address says what it could not use and opens the first lab.
+    await page.goto(`${server.base}#/labs?v=1&lab=nope&zzz=1`);
+    await page.reload();
+    await page.getByTestId('labs-warnings').waitFor();
+    assert.match(await page.getByTestId('labs-warnings').innerText(), /lab nope: there is no such lab[\s\S]*zzz: not a setting/);
+    await page.getByTestId('lab-nvl72-story').waitFor();
+    // The embed: the lab and its steps, no site chrome.
+    await page.goto(`${server.base}#/embed/lab?v=1&lab=nvl72-story`);
+    await page.reload();
+    await page.getByTestId('lab-nvl72-story').waitFor();
+    assert.equal(await page.locator('.site-header').count(), 0);
+    await page.getByTestId('lab-predict-0').fill('80');
+    await page.getByTestId('lab-run-0').click();
+    assert.match(await page.getByTestId('lab-result-0').innerText(), /tokens\/s per user/);
+    await screenshot(page, 'embed-lab');
+    assert.deepEqual(problems.filter((p) => !/WebGPU|adapter/i.test(p)), []);
+  });
+});

@@ -1,7 +1,8 @@
 //! `#/embed/<view>?<state>`: one view alone, for an iframe, with its whole state in the URL (the
 //! rack explorer's format, `rack_state`). Settings it cannot read are listed in the widget and
 //! replaced by defaults. The sandbox views (`sandbox-mini`, `kernel-timeline`) read the sandbox's
-//! state (`sandbox_state`) and show the generator, whose timeline follows each run.
+//! state (`sandbox_state`) and show the generator, whose timeline follows each run; `lab` shows
+//! one lab (`#/embed/lab?v=1&lab=ID`).
 
 use leptos::prelude::*;
 use moescope_engine::rack::scenario::Phase;
@@ -47,6 +48,19 @@ pub fn EmbedPage(view: EmbedView, state: String) -> impl IntoView {
             <p class="muted">"Estimates from MoEscope's calibrated rack model. "
                 <a href=open target="_blank" rel="noopener">"Open in MoEscope"</a>
             </p>
+        }
+        .into_any()
+    } else if view == EmbedView::Lab {
+        let (labs, _) = super::labs::shipped();
+        let (i, warnings) = crate::labs::parse_state(&state, &labs);
+        let open = labs
+            .get(i)
+            .map(|l| format!("#/labs?{}", crate::labs::encode_state(l)))
+            .unwrap_or_else(|| "#/labs".into());
+        view! {
+            <SettingsWarnings warnings=warnings testid="embed-warnings" />
+            {labs.get(i).cloned().map(|lab| view! { <super::labs::LabView lab=lab /> })}
+            <p class="muted"><a href=open target="_blank" rel="noopener">"Open in MoEscope"</a></p>
         }
         .into_any()
     } else {

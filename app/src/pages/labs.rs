@@ -10,7 +10,7 @@ use moescope_engine::bench::decode::{run_variants, DecodeBench, DecodeBenchOptio
 use moescope_engine::gpu::GpuContext;
 use moescope_engine::plan::Optimizations;
 
-use crate::components::LossCurves;
+use crate::components::{hash_query, share_links, LossCurves, SettingsWarnings, SharePanel};
 use crate::labs::{self, Lab, Run, SandboxMetric};
 
 /// Kernels and speedup of the sandbox's decode step, measured once per page visit.
@@ -155,7 +155,7 @@ fn LabStep(
 }
 
 #[component]
-fn LabView(lab: Lab) -> impl IntoView {
+pub fn LabView(lab: Lab) -> impl IntoView {
     let sandbox = RwSignal::new(None::<Result<SandboxRun, String>>);
     let chart = lab
         .steps
@@ -175,23 +175,45 @@ fn LabView(lab: Lab) -> impl IntoView {
     }
 }
 
-#[component]
-pub fn LabsPage() -> impl IntoView {
+/// The shipped labs that parse, and a message for each that does not.
+pub fn shipped() -> (Vec<Lab>, Vec<String>) {
     let parsed: Vec<Result<Lab, String>> = labs::SHIPPED.iter().map(|t| labs::parse(t)).collect();
-    let labs: Vec<Lab> = parsed
+    let labs = parsed
         .iter()
         .filter_map(|l| l.as_ref().ok().cloned())
         .collect();
-    let errors: Vec<String> = parsed.into_iter().filter_map(Result::err).collect();
-    let current = RwSignal::new(0usize);
+    let errors = parsed.into_iter().filter_map(Result::err).collect();
+    (labs, errors)
+}
+
+#[component]
+pub fn LabsPage() -> impl IntoView {
+    let (labs, errors) = shipped();
+    let (start, warnings) = labs::parse_state(&hash_query(), &labs);
+    let current = RwSignal::new(start);
+    let share = RwSignal::new(None::<(String, String)>);
     let titles: Vec<(usize, String, String)> = labs
         .iter()
         .enumerate()
         .map(|(i, l)| (i, l.id.clone(), l.title.clone()))
         .collect();
+    // The address follows the open lab (replaceState: no history entry, no hashchange).
+    let ids: Vec<Lab> = labs.clone();
+    Effect::new(move |_| {
+        if let Some(lab) = ids.get(current.get()) {
+            if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+                let hash = format!("#/labs?{}", labs::encode_state(lab));
+                let _ =
+                    history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&hash));
+            }
+            share.set(None);
+        }
+    });
+    let for_share = labs.clone();
     view! {
         <h1>"Labs"</h1>
         <p class="lead">"Predict a number, run the model, compare. Each step checks your prediction against what the rack model computes or your GPU measures, then explains it."</p>
+        <SettingsWarnings warnings=warnings testid="labs-warnings" />
         {errors.into_iter().map(|e| view! { <p class="bad">{format!("A lab file could not be read: {e}")}</p> }).collect_view()}
         <nav class="lab-menu" aria-label="Labs">
             {titles.into_iter().map(|(i, id, title)| view! {
@@ -199,6 +221,15 @@ pub fn LabsPage() -> impl IntoView {
                     on:click=move |_| current.set(i)>{title}</button>
             }).collect_view()}
         </nav>
+        <div class="controls">
+            <button data-testid="labs-share" on:click=move |_| {
+                if let Some(lab) = for_share.get(current.get_untracked()) {
+                    let q = labs::encode_state(lab);
+                    share.set(Some(share_links("labs", "lab", &q, (760, 900), &format!("MoEscope lab: {}", lab.title))));
+                }
+            }>"Share / Embed"</button>
+        </div>
+        <SharePanel share=share prefix="labs" views="view: lab" />
         {move || labs.get(current.get()).cloned().map(|lab| view! { <LabView lab=lab /> })}
     }
 }
