@@ -252,12 +252,19 @@ for (const webgpu of [true, false]) {
       await page.goto(`${server.base}#/sandbox`);
       const source = page.getByTestId('weights-source');
       await page.waitForFunction(
-        () => document.querySelector('[data-testid=weights-source]')?.dataset.source !== 'loading',
+        () => ['trained', 'synthetic'].includes(document.querySelector('[data-testid=weights-source]')?.dataset.source),
         null, { timeout: 60_000 });
       assert.equal(await source.getAttribute('data-source'), 'trained', await source.innerText());
       assert.match(await source.innerText(), /Python 3\.11 documentation .* int8 .*\(13\.\d MB\)/);
       await page.getByTestId('gen-prompt').fill('The Python interpreter');
+      // No layout jump while generating: the controls and the output box stay where they were.
+      const box = async () => [await page.getByTestId('gen-run').boundingBox(), await page.getByTestId('gen-output').boundingBox()];
+      const [runBefore, outBefore] = await box();
       await generate(page, 40);
+      const [runAfter, outAfter] = await box();
+      assert.equal(runAfter.y, runBefore.y);
+      assert.equal(outAfter.y, outBefore.y);
+      assert.equal(outAfter.height, outBefore.height, '40 tokens fit the output box without growing it');
       const text = await page.getByTestId('gen-output').innerText();
       assertEnglish(`The Python interpreter${text}`);
       // 40 tokens are enough for the specialization table to name some experts.
@@ -274,7 +281,7 @@ test('when the checkpoint cannot be fetched the sandbox says why and runs synthe
     await page.route('**/deepseek-mini-int8.safetensors', (route) => route.fulfill({ status: 404, body: 'gone' }));
     await page.goto(`${server.base}#/sandbox`);
     await page.waitForFunction(
-      () => document.querySelector('[data-testid=weights-source]')?.dataset.source !== 'loading',
+      () => ['trained', 'synthetic'].includes(document.querySelector('[data-testid=weights-source]')?.dataset.source),
       null, { timeout: 60_000 });
     const source = page.getByTestId('weights-source');
     assert.equal(await source.getAttribute('data-source'), 'synthetic');

@@ -401,14 +401,12 @@ pub fn GeneratePanel(
                 }.into_any(),
                 Err(e) => view! { <p class="bad" data-testid="format-accuracy">{format!("Accuracy not measured: {e}")}</p> }.into_any(),
             })}
-            {move || fallback_note.get().map(|note| view! {
-                <p class="banner warn" data-testid="gen-fallback">{note}</p>
-            })}
-            {move || match status.get() {
-                Status::Error(e) => Some(view! { <p class="bad" data-testid="gen-error">{e}</p> }),
-                _ => None,
-            }}
-            <p class="muted" data-testid="gen-backend">{move || backend_label.get()}</p>
+            // The engine line always holds a line of text, and the notes that may appear go below
+            // the output: nothing above the output moves when Generate is pressed.
+            <p class="muted" data-testid="gen-backend">{move || {
+                let label = backend_label.get();
+                if label.is_empty() { "Engine: chosen when you press Generate (WebGPU if available, else the CPU reference).".to_string() } else { label }
+            }}</p>
             <pre class="gen-output" data-testid="gen-output" aria-live="polite">
                 <span class="prompt">{move || if output.get().is_empty() && !busy() { String::new() } else { prompt.get() }}</span>
                 {move || output.get()}
@@ -419,6 +417,13 @@ pub fn GeneratePanel(
                     "{tokens_per_s:.1} tokens/s ({ms:.1} ms per decode step, measured) · {kernels} kernels in {submissions} queue submissions per step · {mb:.1} MB read and written per step (computed from the shapes)"
                 ),
             }}</p>
+            {move || fallback_note.get().map(|note| view! {
+                <p class="banner warn" data-testid="gen-fallback">{note}</p>
+            })}
+            {move || match status.get() {
+                Status::Error(e) => Some(view! { <p class="bad" data-testid="gen-error">{e}</p> }),
+                _ => None,
+            }}
             <div class="controls">
                 <button data-testid="gen-check" on:click=run_check
                     disabled=move || busy() || checking.get() || last_tokens.get().is_none()>
