@@ -390,7 +390,7 @@ pub fn GeneratePanel(
                     {move || if measuring.get() { "Measuring…" } else { "Measure accuracy vs f32" }}
                 </button>
             </div>
-            <p class="muted">"The attention and FFN projections are quantized from the f32 weights at load, block-scaled as in the label, and unpacked in registers by the GEMV kernels; the embedding, output head, router and norms stay f32, as DeepSeek-V3 keeps them. Needs WebGPU: the CPU fallback runs f32."</p>
+            <p class="muted">"The attention and FFN projections are quantized at load from the weights in memory (the int8 checkpoint decoded to f32), block-scaled as in the label, and unpacked in registers by the GEMV kernels; the embedding, output head, router and norms stay f32, as DeepSeek-V3 keeps them. Needs WebGPU: the CPU fallback runs f32."</p>
             {move || accuracy.get().map(|r| match r {
                 Ok(a) => view! {
                     <p data-testid="format-accuracy">{format!(
