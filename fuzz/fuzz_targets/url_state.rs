@@ -1,9 +1,9 @@
-//! Any address: the route, the rack explorer's state and the sandbox's state must parse without
-//! panicking, and what they write back must read back without complaint.
+//! Any address: the route, the rack explorer's, the sandbox's and the labs' state must parse
+//! without panicking, and what they write back must read back without complaint.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use moescope_app::{rack_state, sandbox_state, state};
+use moescope_app::{labs, rack_state, sandbox_state, state};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -17,4 +17,9 @@ fuzz_target!(|data: &[u8]| {
     let (back, warnings) = sandbox_state::parse(&sandbox_state::encode(&sandbox));
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(back, sandbox);
+    let shipped: Vec<labs::Lab> = labs::SHIPPED.iter().filter_map(|t| labs::parse(t).ok()).collect();
+    let (lab, _) = labs::parse_state(text, &shipped);
+    let (again, warnings) = labs::parse_state(&labs::encode_state(&shipped[lab]), &shipped);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(again, lab);
 });
