@@ -372,10 +372,8 @@ fn run(cli: Cli) -> Result<(), String> {
             let ctx = gpu_context()?;
             let a = pollster::block_on(accuracy::measure(&ctx, &weights, format))
                 .map_err(|e| e.to_string())?;
-            if json {
-                println!("{}", to_json(&a)?);
-            } else {
-                println!(
+            print_result(json, &a, |a| {
+                format!(
                     "{}: top-1 agreement {:.4}, KL {:.3e} nats, max logit error {:.3e}, {:.4} bytes/parameter, model {:.2} MB ({} positions)",
                     a.format.name(),
                     a.top1_agreement,
@@ -384,8 +382,8 @@ fn run(cli: Cli) -> Result<(), String> {
                     a.bytes_per_parameter,
                     a.model_bytes as f64 / 1e6,
                     a.positions
-                );
-            }
+                )
+            })?;
         }
         Command::Perplexity {
             format,
@@ -397,26 +395,12 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
         } => {
             let weights = load_weights(weights.as_deref(), seed)?;
-            let text = std::fs::read(&text).map_err(|e| format!("{}: {e}", text.display()))?;
-            let windows = accuracy::windows(&text, window, windows);
-            if windows.is_empty() {
-                return Err(format!(
-                    "the text is shorter than one window of {window} bytes"
-                ));
-            }
-            if window > weights.config.max_seq_len {
-                return Err(format!(
-                    "--window {window}: the model reads at most {} positions",
-                    weights.config.max_seq_len
-                ));
-            }
+            let windows = read_windows(&text, window, windows, &weights)?;
             let ctx = gpu_context()?;
             let h = pollster::block_on(accuracy::held_out(&ctx, &weights, format, &windows))
                 .map_err(|e| e.to_string())?;
-            if json {
-                println!("{}", to_json(&h)?);
-            } else {
-                println!(
+            print_result(json, &h, |h| {
+                format!(
                     "{}: held-out loss {:.4} nats/byte, perplexity {:.4} per byte, {:.4} bits/byte ({} windows, {} bytes predicted)",
                     h.format.name(),
                     h.loss,
@@ -424,8 +408,8 @@ fn run(cli: Cli) -> Result<(), String> {
                     h.bits_per_byte,
                     h.windows,
                     h.predictions
-                );
-            }
+                )
+            })?;
         }
         Command::Experts {
             weights,
@@ -446,6 +430,44 @@ fn run(cli: Cli) -> Result<(), String> {
     Ok(())
 }
 
+/// `--json`: the value as JSON; otherwise the one line `line` makes of it.
+fn print_result<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    line: impl FnOnce(&T) -> String,
+) -> Result<(), String> {
+    if json {
+        println!("{}", to_json(value)?);
+    } else {
+        println!("{}", line(value));
+    }
+    Ok(())
+}
+
+/// `count` windows of `window + 1` bytes of a text file, for the model's context
+/// (`accuracy::windows`).
+fn read_windows(
+    path: &std::path::Path,
+    window: usize,
+    count: usize,
+    weights: &Weights,
+) -> Result<Vec<Vec<u32>>, String> {
+    if window > weights.config.max_seq_len {
+        return Err(format!(
+            "--window {window}: the model reads at most {} positions",
+            weights.config.max_seq_len
+        ));
+    }
+    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let windows = accuracy::windows(&text, window, count);
+    if windows.is_empty() {
+        return Err(format!(
+            "the text is shorter than one window of {window} bytes"
+        ));
+    }
+    Ok(windows)
+}
+
 fn run_experts(
     weights: &Weights,
     text: &std::path::Path,
@@ -455,13 +477,7 @@ fn run_experts(
 ) -> Result<(), String> {
     use moescope_engine::model::experts::{specialization, ByteClass};
     use moescope_engine::model::reference::{forward, KvCache};
-    let bytes = std::fs::read(text).map_err(|e| format!("{}: {e}", text.display()))?;
-    let windows = accuracy::windows(&bytes, window.min(weights.config.max_seq_len), windows);
-    if windows.is_empty() {
-        return Err(format!(
-            "the text is shorter than one window of {window} bytes"
-        ));
-    }
+    let windows = read_windows(text, window, windows, weights)?;
     let (mut tokens, mut routing) = (Vec::new(), Vec::new());
     for w in &windows {
         let out =
