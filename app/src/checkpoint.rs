@@ -12,7 +12,7 @@ pub const CHECKPOINT_URL: &str = "deepseek-mini-int8.safetensors";
 pub const SYNTHETIC_SEED: u64 = 0;
 
 /// Where the weights in use came from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Source {
     /// The shipped checkpoint, and its size in bytes.
     Trained { bytes: usize },

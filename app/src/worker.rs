@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures_channel::mpsc;
-use moescope_engine::model::generate::{Engine, GenerateOptions, Generator, Sampling};
+use moescope_engine::model::generate::{Engine, GenerateOptions, Generator, Sampling, StepStats};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -28,22 +28,19 @@ pub enum ToWorker {
     Stop,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FromWorker {
     /// The worker listens: messages posted before this would be lost (a worker's messages are
     /// dropped until its handler is set, and the wasm takes a while to load).
     Listening,
-    /// The weights are loaded (trained, or synthetic and why).
+    /// The worker's weights are loaded; they may differ from the page's (its fetch can fail).
     Ready {
-        trained: bool,
-        why: Option<String>,
+        source: Source,
     },
+    /// One generated token (no kernel trace: the CPU runs no kernels).
     Token {
-        token: u32,
-        experts: Vec<Vec<usize>>,
-        ms: f64,
-        bytes: u64,
+        step: StepStats,
     },
     Done,
     Error {
@@ -133,16 +130,7 @@ async fn generate(
         Some(e) => e,
         None => {
             let (weights, source) = checkpoint::load().await;
-            post(&match source {
-                Source::Trained { .. } => FromWorker::Ready {
-                    trained: true,
-                    why: None,
-                },
-                Source::Synthetic { why } => FromWorker::Ready {
-                    trained: false,
-                    why: Some(why),
-                },
-            });
+            post(&FromWorker::Ready { source });
             Engine::cpu(weights)
         }
     };
@@ -163,12 +151,7 @@ async fn generate(
             else {
                 break;
             };
-            post(&FromWorker::Token {
-                token: step.token,
-                experts: step.experts.clone(),
-                ms: step.ms,
-                bytes: step.bytes,
-            });
+            post(&FromWorker::Token { step: step.clone() });
             yield_now().await;
         }
         Ok(())
@@ -208,7 +191,7 @@ impl CpuWorker {
             Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
                 let message = decode::<FromWorker>(&ev.data())
                     .unwrap_or_else(|message| FromWorker::Error { message });
-                if message == FromWorker::Listening {
+                if matches!(message, FromWorker::Listening) {
                     for m in pending.borrow_mut().take().unwrap_or_default() {
                         let _ = target.post_message(&m);
                     }
@@ -278,14 +261,16 @@ mod tests {
 
     #[test]
     fn messages_round_trip_as_json() {
-        let m = FromWorker::Token {
-            token: 65,
-            experts: vec![vec![1, 2]],
-            ms: 3.5,
-            bytes: 10,
+        let m = FromWorker::Ready {
+            source: Source::Synthetic {
+                why: "HTTP 404".into(),
+            },
         };
         let text = serde_json::to_string(&m).unwrap();
-        assert_eq!(serde_json::from_str::<FromWorker>(&text).unwrap(), m);
+        assert!(matches!(
+            serde_json::from_str::<FromWorker>(&text).unwrap(),
+            FromWorker::Ready { source: Source::Synthetic { why } } if why == "HTTP 404"
+        ));
         let g: ToWorker =
             serde_json::from_str(r#"{"kind":"generate","prompt":[1,2],"tokens":4}"#).unwrap();
         assert!(matches!(g, ToWorker::Generate { tokens: 4, .. }));

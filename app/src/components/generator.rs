@@ -14,6 +14,7 @@ use moescope_engine::gpu::GpuContext;
 use moescope_engine::model::accuracy::{self, Accuracy};
 use moescope_engine::model::generate::{
     check_against_reference, Backend, Engine, GenerateOptions, Generator, ReferenceCheck, Sampling,
+    StepStats,
 };
 use moescope_engine::model::gpu::KernelLaunch;
 use moescope_engine::model::{tokenizer, Weights};
@@ -710,21 +711,13 @@ struct Progress<'a> {
 }
 
 impl Progress<'_> {
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        s: &Sinks,
-        token: u32,
-        experts: Vec<Vec<usize>>,
-        ms: f64,
-        (kernels, submissions, moved): (usize, usize, u64),
-        trace: Vec<KernelLaunch>,
-        backend: Backend,
-    ) {
-        self.bytes.push(token as u8);
-        self.total_ms += ms;
+    /// Shows one generated token: the text so far, its routing row, the running averages and
+    /// (GPU) the kernel trace of its step.
+    fn push(&mut self, s: &Sinks, step: &StepStats, backend: Backend) {
+        self.bytes.push(step.token as u8);
+        self.total_ms += step.ms;
         let ms = self.total_ms / self.bytes.len() as f64;
-        s.last_trace.set(trace);
+        s.last_trace.set(step.trace.clone());
         let mut all = self.prompt.to_vec();
         all.extend(self.bytes.iter().map(|&b| u32::from(b)));
         s.last_tokens.set(Some((all, backend)));
@@ -732,17 +725,17 @@ impl Progress<'_> {
             .set(String::from_utf8_lossy(&self.bytes).into_owned());
         s.rows.update(|r| {
             r.push(TokenRow {
-                token,
-                text: token_label(token),
-                experts,
+                token: step.token,
+                text: token_label(step.token),
+                experts: step.experts.clone(),
             })
         });
         s.stats.set(Some(StepSummary {
             tokens_per_s: 1e3 / ms,
             ms,
-            kernels,
-            submissions,
-            mb: moved as f64 / 1e6,
+            kernels: step.kernels,
+            submissions: step.submissions,
+            mb: step.bytes as f64 / 1e6,
         }));
     }
 }
@@ -770,22 +763,11 @@ async fn run_in_worker(
     };
     while let Some(message) = next(&mut rx).await {
         match message {
-            FromWorker::Listening | FromWorker::Ready { .. } => {}
-            FromWorker::Token {
-                token,
-                experts,
-                ms,
-                bytes,
-            } => {
-                progress.push(
-                    &s,
-                    token,
-                    experts,
-                    ms,
-                    (0, 0, bytes),
-                    Vec::new(),
-                    Backend::Cpu,
-                );
+            FromWorker::Listening => {}
+            // Say which weights the worker really runs (its own fetch may have failed).
+            FromWorker::Ready { source } => s.weights_source.set(Some(source)),
+            FromWorker::Token { step } => {
+                progress.push(&s, &step, Backend::Cpu);
                 if *stop.borrow() {
                     worker.stop();
                 }
@@ -825,14 +807,7 @@ async fn run_loop(
         let Some(step) = generator.next(engine).await.map_err(|e| e.to_string())? else {
             break;
         };
-        let cost = (step.kernels, step.submissions, step.bytes);
-        let (token, experts, ms, trace) = (
-            step.token,
-            step.experts.clone(),
-            step.ms,
-            step.trace.clone(),
-        );
-        progress.push(&s, token, experts, ms, cost, trace, engine.backend());
+        progress.push(&s, step, engine.backend());
         yield_now().await;
     }
     Ok(())

@@ -300,8 +300,9 @@ pub const NEAR_TIE_LOGITS: f32 = 1e-3;
 /// differ by ~1e-6).
 pub const NEAR_TIE_ROUTING: f32 = 1e-4;
 
-/// One generated token.
-#[derive(Clone, Debug, Serialize)]
+/// One generated token. Deserializable so that the app's CPU worker can send it to the page
+/// (without the trace: the CPU runs no kernels).
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct StepStats {
     pub step: usize,
     pub token: u32,
