@@ -413,7 +413,67 @@ fn inferencex_points() -> Vec<Point> {
 /// Public figures the model is checked against but not fitted to, each for a stated reason
 /// (RACK_MODEL.md): their residuals are reported, not bounded.
 pub fn validation() -> Vec<Point> {
-    inferencex_points()
+    let mut out = inferencex_points();
+    out.extend(trtllm_max_throughput_points());
+    out
+}
+
+const TRTLLM_MAVERICK: (&str, &str) = scenario!("trtllm-b200-llama4-maverick-max-throughput.toml");
+const TRTLLM_DSR1: (&str, &str) = scenario!("trtllm-b200-deepseek-r1-max-throughput.toml");
+
+/// TensorRT-LLM's performance overview: output tokens/s per GPU of trtllm-bench's offline
+/// throughput run, on 4 B200 (NVFP4, "DEP4") or 8 H200 (FP8, "DEP8"): (id, on H200, ISL, OSL,
+/// measured).
+type TrtllmRow = (&'static str, bool, u32, u32, f64);
+
+const TRTLLM_MAVERICK_ROWS: [TrtllmRow; 6] = [
+    ("trtllm-maverick-b200-1k1k", false, 1000, 1000, 11337.0),
+    ("trtllm-maverick-b200-1k8k", false, 1024, 8192, 5174.0),
+    ("trtllm-maverick-b200-8k1k", false, 8192, 1024, 3279.0),
+    ("trtllm-maverick-h200-1k1k", true, 1000, 1000, 4146.0),
+    ("trtllm-maverick-h200-1k8k", true, 1024, 8192, 1157.0),
+    ("trtllm-maverick-h200-8k1k", true, 8192, 1024, 1276.0),
+];
+
+const TRTLLM_DSR1_ROWS: [TrtllmRow; 5] = [
+    ("trtllm-dsr1-b200-1k1k", false, 1000, 1000, 6463.0),
+    ("trtllm-dsr1-b200-1k8k", false, 1024, 8192, 3862.0),
+    ("trtllm-dsr1-b200-8k1k", false, 8192, 1024, 1168.0),
+    ("trtllm-dsr1-h200-1k1k", true, 1000, 1000, 1627.0),
+    ("trtllm-dsr1-h200-1k8k", true, 1024, 8192, 1218.0),
+];
+
+fn trtllm_max_throughput_points() -> Vec<Point> {
+    let rows = TRTLLM_MAVERICK_ROWS
+        .iter()
+        .map(|r| (TRTLLM_MAVERICK, r))
+        .chain(TRTLLM_DSR1_ROWS.iter().map(|r| (TRTLLM_DSR1, r)));
+    rows.map(|(scenario, &(id, h200, isl, osl, measured))| {
+        let edit = move |s: &mut Scenario| {
+            s.input_tokens = isl;
+            s.output_tokens = osl;
+            if h200 {
+                if let Ok(sys) = super::hardware::System::by_id("hgx-h200") {
+                    s.system = sys;
+                }
+                s.weights = super::precision::Precision::Fp8;
+                s.attention_weights = super::precision::Precision::Fp8;
+                (s.gpus, s.tp, s.ep) = (8, 8, 8);
+            }
+        };
+        Point {
+            id,
+            source: "TensorRT-LLM docs, developer-guide/perf-overview.md (commit 03e27c7)",
+            seed: false,
+            scenario,
+            edit: Box::new(edit),
+            metric: "output tokens/s per GPU, trtllm-bench offline max throughput",
+            read: |e| e.output_tokens_per_s_per_gpu,
+            gain_over: None,
+            measured,
+        }
+    })
+    .collect()
 }
 
 /// TensorRT-LLM tech blog 1 (February 2025 software) at concurrency 1.

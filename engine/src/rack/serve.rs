@@ -239,6 +239,14 @@ struct Deployment<'a> {
     /// One request's prefill, µs, and how many requests the prefill side completes per second.
     prefill_us: f64,
     prefill_rate: f64,
+    /// Aggregated serving: the deployment's time spent on prefill per request, µs.
+    prefill_share_us: f64,
+}
+
+/// Requests one prefill forward packs (up to 8192 tokens, TensorRT-LLM's default
+/// `max_num_tokens`).
+fn packed_requests(s: &Scenario) -> f64 {
+    (8192 / s.input_tokens.max(1)).max(1) as f64
 }
 
 impl<'a> Deployment<'a> {
@@ -247,8 +255,7 @@ impl<'a> Deployment<'a> {
             Some(pools) => {
                 let inst = prefill_instance(s, pools.prefill_tp);
                 let one = step::forward_step(&inst, p, prefill_shape(&inst), true);
-                // A prefill forward packs up to 8192 tokens of several requests.
-                let per_forward = (8192 / s.input_tokens).max(1) as f64;
+                let per_forward = packed_requests(s);
                 let packed = step::forward_step(
                     &inst,
                     p,
@@ -266,10 +273,26 @@ impl<'a> Deployment<'a> {
                     prefill_gpus: pools.prefill_gpus as f64,
                     prefill_us: one.time_us,
                     prefill_rate: instances * per_forward * 1e6 / packed.time_us,
+                    prefill_share_us: 0.0,
                 }
             }
             None => {
                 let one = step::forward_step(s, p, prefill_shape(s), true);
+                // Every attention group (each GPU under attention DP, else the TP group) prefills
+                // its own requests, packed like the disaggregated pool's; one such forward over
+                // the whole deployment completes per_forward requests in each group.
+                let per_forward = packed_requests(s);
+                let attention_tp = s.attention_tp() as f64;
+                let packed = step::forward_step(
+                    s,
+                    p,
+                    Shape {
+                        batch: per_forward / attention_tp,
+                        ..prefill_shape(s)
+                    },
+                    true,
+                );
+                let groups = s.gpus as f64 / attention_tp;
                 Deployment {
                     s,
                     p,
@@ -277,6 +300,7 @@ impl<'a> Deployment<'a> {
                     prefill_gpus: 0.0,
                     prefill_us: one.time_us,
                     prefill_rate: f64::INFINITY,
+                    prefill_share_us: packed.time_us / (per_forward * groups),
                 }
             }
         }
@@ -296,8 +320,8 @@ impl<'a> Deployment<'a> {
         } else {
             // Aggregated: prefills interrupt decoding; a fraction f of the GPU time goes to them.
             let x = in_decode / per_request_us * 1e6;
-            let rate = x / (1.0 + x * self.prefill_us * 1e-6);
-            let f = rate * self.prefill_us * 1e-6;
+            let rate = x / (1.0 + x * self.prefill_share_us * 1e-6);
+            let f = rate * self.prefill_share_us * 1e-6;
             (rate, self.prefill_us, 1.0 / (1.0 - f))
         };
         let mut step = step;
@@ -554,6 +578,31 @@ mod tests {
         let serve = eval_ok(&scenario(base));
         let decode = eval_ok(&scenario(&base.replace("serve", "decode")));
         assert!(serve.tokens_per_s_per_user < decode.tokens_per_s_per_user);
+    }
+
+    /// Aggregated serving under attention DP: each GPU prefills its own requests, packed 8 to a
+    /// forward at 1K input, so one request costs the deployment about its FLOPs over the whole
+    /// pool's compute rate, 2 x 17 B active parameters x 1000 tokens / (8 x B200 FP8 x
+    /// flops_eff) = 15 us; the memory-bound kernels, the AllToAll and the launches of a packed
+    /// forward add less than half of that again (the model gives +29%).
+    /// (Charging every request a whole forward of the deployment, as an earlier version did,
+    /// costs 8x that.)
+    #[test]
+    fn aggregated_prefill_costs_each_request_its_flops() {
+        let s = scenario(
+            "system = \"dgx-b200\"\nmodel = \"llama4-maverick\"\nphase = \"serve\"\n\
+             weights = \"fp8\"\ngpus = 8\nep = 8\ninput_tokens = 1000\noutput_tokens = 1000\n\
+             concurrency = 64\noptimizations = [\"attention_dp\", \"cuda_graphs\"]\n",
+        );
+        let p = Params::fitted();
+        let dep = Deployment::new(&s, &p);
+        let peak = s.system.gpu.flops(super::super::precision::Precision::Fp8);
+        let flops_us = 2.0 * s.model.active_params() * 1000.0 / (8.0 * peak * p.flops_eff) * 1e6;
+        let ratio = dep.prefill_share_us / flops_us;
+        assert!(
+            (1.0..1.5).contains(&ratio),
+            "prefill share {ratio:.3} x the FLOP time"
+        );
     }
 
     /// The seed's decode unit: 320 H800s, EP 320 (one expert per GPU). Each expert then sees
