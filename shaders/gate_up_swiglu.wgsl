@@ -27,8 +27,8 @@ struct GemvParams {
     seg: u32,
     seg_stride: u32,
     up_offset: u32,
-    _pad1: u32,
-    _pad2: u32,
+    x_scales: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: GemvParams;
@@ -65,7 +65,7 @@ fn gate_up_swiglu(
     for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
         let tile_len = min(TILE_K4, k4 - t0);
         for (var i = lid; i < tile_len; i += WORKGROUP) {
-            x_tile[x_slot(i)] = x[x_base + t0 + i];
+            x_tile[x_slot(i)] = load_x(x_base, params.x_scales + z * params.x_stride, t0 + i);
         }
         workgroupBarrier();
         if (live) {

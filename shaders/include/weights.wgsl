@@ -35,29 +35,29 @@ fn x_at(i: u32) -> vec4<f32> {
     return x_tile[x_slot(i)];
 }
 
+// x as FP8 dispatch records (engine::quant::activation): E4M3 codes, 4 per word, from vec4
+// `codes`, and one power-of-two f32 scale per 1×128 tile from vec4 `scales`. Decoded once, while
+// staging the tile, so the weight loop is the same for both; the values are exactly the CPU's
+// decode × scale (the f16 route below is exact, so are the power-of-two products).
+override X_FP8: bool = false;
+
+// The j-th vec4 of a token's x row.
+fn load_x(codes: u32, scales: u32, j: u32) -> vec4<f32> {
+    if (!X_FP8) {
+        return x[codes + j];
+    }
+    let word = bitcast<u32>(x[codes + j / 4u][j % 4u]);
+    // Tile j / 32 (32 vec4s = 128 elements); its scale is word j / 32 of the scales.
+    let scale = x[scales + j / 128u][(j / 32u) % 4u];
+    return e4m3_word(word) * (256.0 * scale);
+}
+
 // --- Unpacking. Minifloats go through f16 rather than f32: an E4M3 or E2M1 code's exponent and
 // mantissa bits, moved into an f16's, make an f16 whose value is the code's value times a power of
 // two (2^-8 for E4M3, 2^-14 for E2M1, folded into the block scale), subnormal codes included, since
 // f16's own subnormals are exact. `unpack2x16float` then converts two at a time. A handful of bit
 // operations per element; decoding field by field in f32 cost ~13 and made the 4-bit GEMV
 // ALU-bound.
-
-// E4M3 codes in bytes 0 and 2 of `t` (other bits zero) as an f16 pair: s.eeee.mmm → s.0eeee.mmm0000000.
-fn e4m3_pair(t: u32) -> vec2<f32> {
-    return unpack2x16float(((t & 0x007F007Fu) << 7u) | ((t & 0x00800080u) << 8u));
-}
-
-// The four E4M3 codes of a word (element order) × 2^-8.
-fn e4m3_word(word: u32) -> vec4<f32> {
-    let even = e4m3_pair(word & 0x00FF00FFu);         // elements 0, 2
-    let odd = e4m3_pair((word >> 8u) & 0x00FF00FFu);  // elements 1, 3
-    return vec4(even.x, odd.x, even.y, odd.y);
-}
-
-// Bit 7 of each byte that is an E4M3 NaN (S.1111.111): the decoder above would read it as 480.
-fn e4m3_nan_bytes(word: u32) -> u32 {
-    return ((word & 0x7F7F7F7Fu) + 0x01010101u) & 0x80808080u;
-}
 
 // E2M1 codes in nibbles 0 and 4 of `t` as an f16 pair: s.ee.m → s.000ee.m000000000.
 fn e2m1_pair(t: u32) -> vec2<f32> {

@@ -264,6 +264,65 @@ fn forward_refuses_bad_input_without_changing_state() {
     assert_eq!(out.logits.len(), w.config.vocab_size);
 }
 
+/// FP8 dispatch (`MoeConfig::dispatch_fp8`): the routed experts read E4M3 records on the fused
+/// path (decoded while staging x in gate_up_swiglu or in the gemv) and fp8_round_trip's rows on
+/// the eager one; the reference quantizes the same way. Every path matches the reference, and the
+/// flag was applied: the logits differ from those without it by more than f32 rounding.
+///
+/// Quantization is discontinuous: the GPU's h differs from the reference's by f32 rounding
+/// (~1e-7 relative), which changes a code wherever h lies closer than that to a rounding tie.
+/// Such a flip moved the logits by 4e-3 on a prompt whose closest element was 1.2e-6 from a tie.
+/// This prompt's inputs all stay 5e-6 (40 ulp) clear of every tie and scale edge
+/// (`quant::activation::margin`, checked below), so no flip can occur and the model tolerance
+/// holds.
+#[test]
+fn fp8_dispatch_matches_the_reference_on_every_path() {
+    let Some(ctx) = gpu() else { return };
+    let mut w = Weights::synthetic(&MoeConfig::deepseek_mini(), 3).unwrap();
+    let prompt = encode("FP8 dispatch");
+    let plain = Case::new("f32 dispatch", w.clone(), &prompt, 3);
+    w.config.dispatch_fp8 = true;
+    let case = Case::new("FP8 dispatch", w, &prompt, 3);
+    let mut cache = KvCache::new(&case.weights.config);
+    let mut margin = f64::INFINITY;
+    for input in &case.inputs {
+        let dense = case.weights.config.dense_layers;
+        reference::forward_tapped(&case.weights, input, &mut cache, &mut |layer, h| {
+            if layer >= dense {
+                margin = margin.min(moescope_engine::quant::activation::margin(h));
+            }
+        })
+        .unwrap();
+    }
+    assert!(
+        margin > 5e-6,
+        "expert inputs {margin:e} from a tie: pick another prompt"
+    );
+    let mut model = GpuModel::new(&ctx, &case.weights).unwrap();
+    let mut fused_records = Optimizations::only("fuse_moe_dispatch_combine").unwrap();
+    let runs = case.check(&ctx, &mut model, fused_records);
+    let ran = |k: &str| runs.last().unwrap().0.kernels.iter().any(|l| l.kernel == k);
+    assert!(ran("moe_dispatch") && !ran("fp8_round_trip"));
+    fused_records.fuse_gate_up_swiglu = true;
+    case.check(&ctx, &mut model, fused_records);
+    case.check(&ctx, &mut model, Optimizations::all());
+    let eager = case.check(&ctx, &mut model, Optimizations::none());
+    assert!(eager
+        .last()
+        .unwrap()
+        .0
+        .kernels
+        .iter()
+        .any(|l| l.kernel == "fp8_round_trip"));
+    let tol = tolerances::model_logits();
+    for (a, b) in case.want.iter().zip(&plain.want) {
+        assert!(
+            !compare(&a.logits, &b.logits, tol).passed(),
+            "FP8 dispatch logits equal f32 dispatch's: the flag was not applied"
+        );
+    }
+}
+
 /// In a quantized format the switches still change no math: the eager baseline and every fusion
 /// on read the same quantized matrices (the query projection is one interleaved matrix on every
 /// path, so even FP8's 128×128 blocks are the same blocks). Also checks that the format was

@@ -1,7 +1,7 @@
 //! Every WGSL file parses and validates with naga, the compiler wgpu itself uses, so a shader
 //! error fails here with its line and message rather than as a device error at run time. A
-//! kernel that streams weights is validated as the engine compiles it: after
-//! shaders/include/weights.wgsl.
+//! kernel that streams weights or codes FP8 is validated as the engine compiles it: after
+//! shaders/include/fp8.wgsl (and weights.wgsl).
 
 use std::path::Path;
 
@@ -15,10 +15,14 @@ fn every_shader_parses_and_validates() {
             continue;
         }
         let mut source = std::fs::read_to_string(&path).expect("readable shader");
+        let include = |name: &str| {
+            std::fs::read_to_string(dir.join("include").join(name))
+                .unwrap_or_else(|e| panic!("include/{name}: {e}"))
+        };
         if source.contains("weight_chunk_dot(") {
-            source = std::fs::read_to_string(dir.join("include/weights.wgsl"))
-                .expect("readable weights.wgsl")
-                + &source;
+            source = include("fp8.wgsl") + &include("weights.wgsl") + &source;
+        } else if source.contains("e4m3_encode(") {
+            source = include("fp8.wgsl") + &source;
         }
         let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));

@@ -12,6 +12,7 @@ use super::KernelError;
 pub const SHADER: ShaderSource = ShaderSource {
     name: "gate_up_swiglu",
     wgsl: concat!(
+        include_str!("../../../shaders/include/fp8.wgsl"),
         include_str!("../../../shaders/include/weights.wgsl"),
         include_str!("../../../shaders/gate_up_swiglu.wgsl")
     ),

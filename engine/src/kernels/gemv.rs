@@ -15,6 +15,7 @@ use super::{check_len, grid_2d, launch_grid, KernelError};
 pub const SHADER: ShaderSource = ShaderSource {
     name: "gemv",
     wgsl: concat!(
+        include_str!("../../../shaders/include/fp8.wgsl"),
         include_str!("../../../shaders/include/weights.wgsl"),
         include_str!("../../../shaders/gemv.wgsl")
     ),
@@ -47,7 +48,10 @@ pub struct GemvParams {
     pub seg_stride: u32,
     /// gate_up_swiglu: chunks from an expert's gate matrix to its up matrix.
     pub up_offset: u32,
-    pub _pad: [u32; 2],
+    /// FP8 x (X_FP8): where token 0's tile scales start, in vec4s; token z's are x_stride
+    /// further on, like its codes.
+    pub x_scales: u32,
+    pub _pad: u32,
 }
 
 /// The problem and the variant: `y[M] = W[M, K] · x[K]` with W in `format` and `lanes`
@@ -124,6 +128,9 @@ pub struct GemvLayout {
     /// Output row m goes to `(m / seg) · seg_stride + m % seg` within the token's y row.
     pub seg: u32,
     pub seg_stride: u32,
+    /// x as FP8 dispatch records (`quant::activation`): `Some(offset)` of token 0's tile scales
+    /// in vec4s; x_offset then points at its E4M3 codes (K/16 vec4s). None: x is f32.
+    pub x_fp8_scales: Option<u32>,
 }
 
 impl GemvLayout {
@@ -139,6 +146,7 @@ impl GemvLayout {
             y_offset: 0,
             seg: shape.m,
             seg_stride: shape.m,
+            x_fp8_scales: None,
         }
     }
 }
@@ -247,11 +255,24 @@ pub(crate) fn record(
         + u64::from(experts - 1) * u64::from(expert_stride)
         + u64::from(matrices) * chunks;
     check_len("gemv w words", w, 4 * w_chunks)?;
-    check_len(
-        "gemv x bytes",
-        x,
-        4 * (u64::from(l.x_offset) + last_token * u64::from(l.x_stride) + k4),
-    )?;
+    // x: K/4 vec4s of f32, or K/16 vec4s of E4M3 codes and their tile scales.
+    let last_x = u64::from(l.x_offset) + last_token * u64::from(l.x_stride);
+    match l.x_fp8_scales {
+        None => check_len("gemv x bytes", x, 4 * (last_x + k4))?,
+        Some(scales) => {
+            if !k.is_multiple_of(16) {
+                return Err(KernelError::NotDivisible {
+                    dim: "gemv FP8 x K",
+                    value: k.into(),
+                    by: 16,
+                });
+            }
+            check_len("gemv FP8 x codes", x, 4 * (last_x + k4 / 4))?;
+            let tiles = u64::from(k).div_ceil(crate::quant::activation::TILE as u64);
+            let last_scales = u64::from(scales) + last_token * u64::from(l.x_stride);
+            check_len("gemv FP8 x scales", x, 4 * last_scales + tiles)?;
+        }
+    }
     let last_row = m64 - 1;
     let y_last = u64::from(l.y_offset)
         + last_token * u64::from(l.y_stride)
@@ -276,10 +297,14 @@ pub(crate) fn record(
         seg: l.seg,
         seg_stride: l.seg_stride,
         up_offset: shape.matrix_chunks(),
-        _pad: [0; 2],
+        x_scales: l.x_fp8_scales.unwrap_or(0),
+        _pad: 0,
     };
     let [f, c] = format_constants(format);
     let mut constants = vec![("LANES", f64::from(lanes)), f, c];
+    if l.x_fp8_scales.is_some() {
+        constants.push(("X_FP8", 1.0));
+    }
     if let Some(r) = rows_per_lane {
         constants.push(("ROWS_PER_LANE", f64::from(r)));
     }
@@ -299,9 +324,13 @@ pub(crate) fn record(
     } else {
         1
     };
+    let x_bytes = match l.x_fp8_scales {
+        None => 4 * u64::from(k),
+        Some(_) => u64::from(k) + 4 * u64::from(k).div_ceil(crate::quant::activation::TILE as u64),
+    };
     Ok(
         read * u64::from(matrices) * chunks * matrix::CHUNK_BYTES as u64
-            + 4 * u64::from(l.tokens) * (u64::from(k) + m64),
+            + u64::from(l.tokens) * (x_bytes + 4 * m64),
     )
 }
 

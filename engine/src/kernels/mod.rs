@@ -6,6 +6,7 @@ pub mod add_rms_norm;
 pub mod copy_rows;
 pub mod copy_vec4;
 pub mod embed;
+pub mod fp8_round_trip;
 pub mod gate_up_swiglu;
 pub mod gather_rows;
 pub mod gemv;

@@ -13,6 +13,7 @@ use super::{check_len, launch_grid, KernelError};
 pub const SHADER: ShaderSource = ShaderSource {
     name: "qkv_rope_scale",
     wgsl: concat!(
+        include_str!("../../../shaders/include/fp8.wgsl"),
         include_str!("../../../shaders/include/weights.wgsl"),
         include_str!("../../../shaders/qkv_rope_scale.wgsl")
     ),

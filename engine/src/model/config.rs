@@ -45,6 +45,11 @@ pub struct MoeConfig {
     pub rms_eps: f32,
     pub rope_theta: f32,
     pub max_seq_len: usize,
+    /// The routed experts read their input as FP8 (E4M3, a power-of-two scale per 1×128 tile:
+    /// quant::activation), as DeepSeek-V3's dispatch sends it; the shared expert reads it as is.
+    /// A runtime choice like the weight format, not part of a checkpoint.
+    #[serde(default, skip_serializing)]
+    pub dispatch_fp8: bool,
 }
 
 /// Errors in a configuration, named by field.
@@ -85,6 +90,7 @@ impl MoeConfig {
             rms_eps: 1e-6,
             rope_theta: 10_000.0,
             max_seq_len: 512,
+            dispatch_fp8: false,
         }
     }
 
@@ -115,6 +121,14 @@ impl MoeConfig {
                     why: "must be a positive multiple of 4 (kernels read vec4s)",
                 });
             }
+        }
+        if self.dispatch_fp8 && (!self.hidden.is_multiple_of(16) || self.hidden > 8192) {
+            return Err(ConfigError::Invalid {
+                field: "hidden",
+                value: self.hidden,
+                why: "FP8 dispatch packs 16 elements per vec4 of codes and keeps at most 64 \
+                      tiles of 128: a multiple of 16, at most 8192",
+            });
         }
         if !self.qk_rope_head_dim.is_multiple_of(2) {
             return Err(ConfigError::Invalid {

@@ -157,8 +157,13 @@ pub fn moe(m: &Moe, x: &[f32], config: &MoeConfig) -> (Vec<f32>, Routing) {
     let logits = gemv(&m.router.data, x, config.routed_experts, x.len());
     let routing = route(&logits, &m.router_bias.data, config);
     let mut out: Vec<f64> = swiglu(&m.shared, x).iter().map(|v| f64::from(*v)).collect();
+    let dispatched = if config.dispatch_fp8 {
+        crate::quant::activation::round_trip(x)
+    } else {
+        x.to_vec()
+    };
     for (&e, &g) in routing.experts.iter().zip(&routing.gates) {
-        for (o, y) in out.iter_mut().zip(swiglu(&m.experts[e], x)) {
+        for (o, y) in out.iter_mut().zip(swiglu(&m.experts[e], &dispatched)) {
             *o += f64::from(g) * f64::from(y);
         }
     }

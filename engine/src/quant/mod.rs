@@ -16,6 +16,7 @@
 //! `bits·(i mod (32/bits))` of the row's word `i / (32/bits)`, each row starting on a new word.
 
 pub mod accumulation;
+pub mod activation;
 pub mod block;
 pub mod matrix;
 pub mod minifloat;

@@ -5,9 +5,9 @@
 use crate::gpu::{read_back_many, GpuContext};
 use crate::kernels::gemv::{GemvLayout, GemvShape};
 use crate::kernels::{
-    add, add_rms_norm, copy_rows, embed, gate_up_swiglu, gather_rows, gemv, mla_scores,
-    mla_split_k, mla_values, moe_combine, moe_dispatch, moe_route, moe_topk, qkv_rope_scale,
-    rms_norm, rope, scatter_add, sigmoid, silu_mul, softmax,
+    add, add_rms_norm, copy_rows, embed, fp8_round_trip, gate_up_swiglu, gather_rows, gemv,
+    mla_scores, mla_split_k, mla_values, moe_combine, moe_dispatch, moe_route, moe_topk,
+    qkv_rope_scale, rms_norm, rope, scatter_add, sigmoid, silu_mul, softmax,
 };
 use crate::plan::Optimizations;
 use crate::quant::Format;
@@ -597,7 +597,9 @@ impl Step<'_> {
         let (ctx, c, s, t) = (self.ctx, self.c, self.s, self.t);
         let (k, d, inter) = (c.experts_per_token as u32, c.hidden as u32, f.inter);
         let slots = t * k;
-        let record = moe_dispatch::record_floats(d);
+        let fp8 = c.dispatch_fp8;
+        let layout = moe_dispatch::RecordLayout { hidden: d, fp8 };
+        let record = layout.words();
         let p = moe_dispatch::MoeDispatchParams {
             tokens: t,
             k,
@@ -605,15 +607,17 @@ impl Step<'_> {
             record,
         };
         self.e.run("moe_dispatch", "moe.dispatch", |pass| {
-            moe_dispatch::dispatch(ctx, pass, [&s.h, &route.ids, &route.gates, &s.records], p)
+            let buffers = [&s.h, &route.ids, &route.gates, &s.records];
+            moe_dispatch::dispatch(ctx, pass, buffers, p, fp8)
         })?;
-        // Inputs are the records' activations (after the 16-byte header), the expert id their
-        // first word.
+        // Inputs are the records' activations (after the 16-byte header, and the tile scales of
+        // FP8 records), the expert id their first word.
         let shape = GemvShape::new(inter, d).with_format(self.format);
         let input = GemvLayout {
             grouped: Some((f.count, 2 * shape.matrix_chunks(), record)),
             x_stride: record / 4,
-            x_offset: moe_dispatch::HEADER_FLOATS / 4,
+            x_offset: layout.x_offset_x4(),
+            x_fp8_scales: fp8.then_some(moe_dispatch::HEADER_FLOATS / 4),
             ..GemvLayout::rows(shape, slots)
         };
         self.gate_up("moe.experts", f, [&s.records, &s.records], shape, input)?;
@@ -648,6 +652,15 @@ impl Step<'_> {
             .write_buffer(&s.route_index, 0, bytemuck::cast_slice(&plan.token));
         ctx.queue
             .write_buffer(&s.route_gates, 0, bytemuck::cast_slice(&plan.gate));
+        // FP8 dispatch: the experts gather from h as an FP8 record would carry it.
+        let h_experts = if c.dispatch_fp8 {
+            self.e.run("fp8_round_trip", "moe.dispatch fp8", |pass| {
+                fp8_round_trip::dispatch(ctx, pass, &s.h, &s.h_dispatch, t, d)
+            })?;
+            &s.h_dispatch
+        } else {
+            &s.h
+        };
         for ex in 0..c.routed_experts {
             let (base, count) = plan.range(ex);
             if count == 0 {
@@ -662,7 +675,7 @@ impl Step<'_> {
             };
             self.e
                 .run("gather_rows", &format!("{op}.dispatch"), |pass| {
-                    gather_rows::dispatch(ctx, pass, &s.h, &s.route_index, &s.expert_in, p)
+                    gather_rows::dispatch(ctx, pass, h_experts, &s.route_index, &s.expert_in, p)
                 })?;
             self.ffn(&op, f, ex as u32, &s.expert_in, &s.expert_out, count)?;
             let p = scatter_add::ScatterParams {

@@ -120,6 +120,8 @@ struct Scratch {
     route_index: wgpu::Buffer,
     route_gates: wgpu::Buffer,
     records: wgpu::Buffer,
+    /// The eager MoE with FP8 dispatch: h as the experts see it (fp8_round_trip).
+    h_dispatch: wgpu::Buffer,
     expert_in: wgpu::Buffer,
     expert_out: wgpu::Buffer,
     logits: wgpu::Buffer,
@@ -405,7 +407,12 @@ impl Scratch {
         let z = |name: &str, floats: usize| storage_zeroed(ctx, name, bytes(floats));
         let q_cat = t * c.heads * c.cache_row();
         let splits = mla_split_k::MlaSplitKParams::splits_for(t as u32) as usize;
-        let record = moe_dispatch::record_floats(c.hidden as u32) as usize;
+        // f32 records are the larger layout; FP8 ones fit in the same buffer.
+        let record = moe_dispatch::RecordLayout {
+            hidden: c.hidden as u32,
+            fp8: false,
+        }
+        .words() as usize;
         Ok(Self {
             token_ids: z("token ids", t)?,
             x: z("x (residual)", t * c.hidden)?,
@@ -430,6 +437,7 @@ impl Scratch {
             route_index: z("route index", tk)?,
             route_gates: z("route gates", tk)?,
             records: z("dispatch records", tk * record)?,
+            h_dispatch: z("h as dispatched", t * c.hidden)?,
             expert_in: z("expert input", t * c.hidden)?,
             expert_out: z("expert output", tk * c.hidden)?,
             logits: z("logits", t * c.vocab_size)?,
