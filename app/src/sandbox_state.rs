@@ -1,4 +1,5 @@
-//! The sandbox's state in the URL: `v=1&prompt=…&tokens=…&opt=…&format=…`, for Share and for
+//! The sandbox's state in the URL: `v=1&prompt=…&tokens=…&opt=…&format=…&dispatch=…` (dispatch
+//! is optional: older links keep f32), for Share and for
 //! the sandbox embeds. Pure (no web-sys), tested natively; `parse` never panics, reports what it
 //! could not use and keeps the default for it.
 
@@ -15,6 +16,8 @@ pub struct SandboxState {
     pub tokens: usize,
     pub optimizations: Optimizations,
     pub format: Format,
+    /// The routed experts read FP8 records (`MoeConfig::dispatch_fp8`).
+    pub dispatch_fp8: bool,
 }
 
 impl Default for SandboxState {
@@ -24,6 +27,7 @@ impl Default for SandboxState {
             tokens: 32,
             optimizations: Optimizations::all(),
             format: Format::F32,
+            dispatch_fp8: false,
         }
     }
 }
@@ -106,6 +110,13 @@ pub fn parse(query: &str) -> (SandboxState, Vec<String>) {
                 }
                 None => false,
             },
+            "dispatch" => match raw {
+                "f32" | "fp8" => {
+                    st.dispatch_fp8 = raw == "fp8";
+                    true
+                }
+                _ => false,
+            },
             _ => {
                 warnings.push(format!(
                     "unknown setting \u{201c}{}\u{201d} ignored",
@@ -127,11 +138,12 @@ pub fn parse(query: &str) -> (SandboxState, Vec<String>) {
 
 pub fn encode(st: &SandboxState) -> String {
     format!(
-        "v={VERSION}&prompt={}&tokens={}&opt={}&format={}",
+        "v={VERSION}&prompt={}&tokens={}&opt={}&format={}&dispatch={}",
         percent_encode(&st.prompt),
         st.tokens,
         st.optimizations.label(),
-        st.format.name()
+        st.format.name(),
+        if st.dispatch_fp8 { "fp8" } else { "f32" }
     )
 }
 
@@ -146,6 +158,7 @@ mod tests {
             tokens: 7,
             optimizations: Optimizations::parse("split_k_attention,fuse_moe_route").expect("names"),
             format: Format::Nvfp4,
+            dispatch_fp8: true,
         };
         let (back, w) = parse(&encode(&st));
         assert!(w.is_empty(), "{w:?}");
@@ -154,9 +167,9 @@ mod tests {
 
     #[test]
     fn bad_values_are_reported_and_defaulted() {
-        let (st, w) = parse("v=2&prompt=%ZZ&tokens=9999&opt=warp&format=fp3&x=1");
+        let (st, w) = parse("v=2&prompt=%ZZ&tokens=9999&opt=warp&format=fp3&dispatch=fp4&x=1");
         assert_eq!(st, SandboxState::default());
-        assert_eq!(w.len(), 6, "{w:?}");
+        assert_eq!(w.len(), 7, "{w:?}");
     }
 
     proptest::proptest! {

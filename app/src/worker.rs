@@ -24,7 +24,13 @@ pub const SCRIPT: &str = "cpu-worker.js";
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ToWorker {
-    Generate { prompt: Vec<u32>, tokens: usize },
+    Generate {
+        prompt: Vec<u32>,
+        tokens: usize,
+        /// The routed experts read FP8 records (absent: f32).
+        #[serde(default)]
+        dispatch_fp8: bool,
+    },
     Stop,
 }
 
@@ -91,7 +97,11 @@ pub fn serve() {
         Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
             match decode::<ToWorker>(&ev.data()) {
                 Ok(ToWorker::Stop) => *stop.borrow_mut() = true,
-                Ok(ToWorker::Generate { prompt, tokens }) => {
+                Ok(ToWorker::Generate {
+                    prompt,
+                    tokens,
+                    dispatch_fp8,
+                }) => {
                     *stop.borrow_mut() = false;
                     let (scope, stop, engine) =
                         (scope.clone(), Rc::clone(&stop), Rc::clone(&engine));
@@ -99,7 +109,8 @@ pub fn serve() {
                         let post = |m: &FromWorker| {
                             let _ = scope.post_message(&encode(m));
                         };
-                        let result = generate(&engine, &prompt, tokens, &stop, &post).await;
+                        let result =
+                            generate(&engine, (&prompt, tokens, dispatch_fp8), &stop, &post).await;
                         post(&match result {
                             Ok(()) => FromWorker::Done,
                             Err(message) => FromWorker::Error { message },
@@ -120,8 +131,7 @@ pub fn serve() {
 
 async fn generate(
     cell: &Rc<RefCell<Option<Engine>>>,
-    prompt: &[u32],
-    tokens: usize,
+    (prompt, tokens, dispatch_fp8): (&[u32], usize, bool),
     stop: &Rc<RefCell<bool>>,
     post: &dyn Fn(&FromWorker),
 ) -> Result<(), String> {
@@ -140,6 +150,9 @@ async fn generate(
         seed: 0,
     };
     let result = async {
+        engine
+            .set_dispatch_fp8(dispatch_fp8)
+            .map_err(|e| e.to_string())?;
         let mut generator = Generator::start(&mut engine, prompt, opts)
             .await
             .map_err(|e| e.to_string())?;
@@ -225,12 +238,18 @@ impl CpuWorker {
 
     /// Starts generating; the worker's messages for this run arrive on the receiver, ending with
     /// `Done` or `Error`.
-    pub fn generate(&self, prompt: &[u32], tokens: usize) -> mpsc::UnboundedReceiver<FromWorker> {
+    pub fn generate(
+        &self,
+        prompt: &[u32],
+        tokens: usize,
+        dispatch_fp8: bool,
+    ) -> mpsc::UnboundedReceiver<FromWorker> {
         let (tx, rx) = mpsc::unbounded();
         *self.inbox.borrow_mut() = Some(tx);
         self.send(&ToWorker::Generate {
             prompt: prompt.to_vec(),
             tokens,
+            dispatch_fp8,
         });
         rx
     }

@@ -139,7 +139,7 @@ test('the sandbox generates on WebGPU; flipping the switches changes the kernels
   });
 });
 
-test('a weight format is picked, generates on WebGPU, and reports its accuracy against f32', async () => {
+test('a weight format and FP8 expert inputs are picked, generate on WebGPU, and report their accuracy against f32', async () => {
   await withPage({ webgpu: true }, async ({ page, problems }) => {
     await page.goto(`${server.base}#/sandbox`);
     await page.getByTestId('generator').waitFor();
@@ -156,6 +156,23 @@ test('a weight format is picked, generates on WebGPU, and reports its accuracy a
     const text = await result.innerText();
     assert.match(text, /nvfp4 against f32 over \d+ positions .*top-1 agreement [\d.]+%, KL divergence [\d.e+-]+ nats, max logit error [\d.]+; 0\.563 bytes per parameter/, text);
     await page.getByTestId('format-picker').screenshot({ path: `${outputDir}/format-picker.png` });
+
+    // FP8 expert inputs with f32 weights: the same math as the reference's FP8 dispatch, so the
+    // check passes (or, where an input sits on an FP8 rounding tie, says it is not counted).
+    await page.getByTestId('gen-format').selectOption('f32');
+    await page.getByTestId('gen-dispatch-fp8').check();
+    await generate(page, 2);
+    assert.match(await page.getByTestId('gen-backend').innerText(), /f32 weights \([\d.]+ MB on the GPU\), FP8 expert inputs/);
+    // A new run clears the last check, so the badge that appears is this one's.
+    assert.equal(await badge.count(), 0);
+    await page.getByTestId('gen-check').click();
+    await badge.waitFor({ timeout: 120_000 });
+    const fp8Badge = await badge.innerText();
+    const passed = await badge.getAttribute('data-passed');
+    assert.ok(passed === 'true' || (passed === 'n/a' && /FP8 rounding tie/.test(fp8Badge)), fp8Badge);
+    await page.getByTestId('format-measure').click();
+    await page.waitForFunction(() => /FP8 expert inputs against f32/.test(document.querySelector('[data-testid=format-accuracy]')?.innerText ?? ''), null, { timeout: 300_000 });
+    assert.match(await result.innerText(), /f32 with FP8 expert inputs against f32 over \d+ positions .*top-1 agreement [\d.]+%/);
     assert.deepEqual(problems, []);
   });
 });

@@ -84,7 +84,7 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Format
             tokens_per_s: 1e3 / ms_per_step,
             speedup_vs_f32: f32_ms / ms_per_step,
             bytes_per_step,
-            accuracy: accuracy::measure(ctx, &weights, format).await?,
+            accuracy: accuracy::measure(ctx, &weights, format, false).await?,
         });
     }
     Ok(FormatBench {

@@ -79,6 +79,9 @@ enum Command {
         /// The weight format of the block projections.
         #[arg(long, value_parser = parse_format)]
         format: Format,
+        /// How the routed experts' inputs travel (fp8: E4M3 records, 1x128 tiles).
+        #[arg(long, value_enum, default_value = "f32")]
+        dispatch: DispatchArg,
         /// Seeds the synthetic weights (without --weights).
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -95,6 +98,9 @@ enum Command {
         /// The weight format of the block projections.
         #[arg(long, value_parser = parse_format, default_value = "f32")]
         format: Format,
+        /// How the routed experts' inputs travel (fp8: E4M3 records, 1x128 tiles).
+        #[arg(long, value_enum, default_value = "f32")]
+        dispatch: DispatchArg,
         /// A safetensors weight file (default: synthetic weights from --seed).
         #[arg(long)]
         weights: Option<std::path::PathBuf>,
@@ -180,6 +186,13 @@ enum LessonArg {
 enum BackendArg {
     Gpu,
     Cpu,
+}
+
+/// How the routed experts' inputs travel from the dispatch.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DispatchArg {
+    F32,
+    Fp8,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -364,18 +377,21 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Accuracy {
             format,
+            dispatch,
             seed,
             weights,
             json,
         } => {
             let weights = load_weights(weights.as_deref(), seed)?;
             let ctx = gpu_context()?;
-            let a = pollster::block_on(accuracy::measure(&ctx, &weights, format))
+            let fp8 = dispatch == DispatchArg::Fp8;
+            let a = pollster::block_on(accuracy::measure(&ctx, &weights, format, fp8))
                 .map_err(|e| e.to_string())?;
             print_result(json, &a, |a| {
                 format!(
-                    "{}: top-1 agreement {:.4}, KL {:.3e} nats, max logit error {:.3e}, {:.4} bytes/parameter, model {:.2} MB ({} positions)",
+                    "{}{}: top-1 agreement {:.4}, KL {:.3e} nats, max logit error {:.3e}, {:.4} bytes/parameter, model {:.2} MB ({} positions)",
                     a.format.name(),
+                    if a.dispatch_fp8 { " + FP8 dispatch" } else { "" },
                     a.top1_agreement,
                     a.kl_divergence,
                     a.max_logit_error,
@@ -387,6 +403,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Perplexity {
             format,
+            dispatch,
             weights,
             seed,
             text,
@@ -397,12 +414,14 @@ fn run(cli: Cli) -> Result<(), String> {
             let weights = load_weights(weights.as_deref(), seed)?;
             let windows = read_windows(&text, window, windows, &weights)?;
             let ctx = gpu_context()?;
-            let h = pollster::block_on(accuracy::held_out(&ctx, &weights, format, &windows))
+            let run = (format, dispatch == DispatchArg::Fp8);
+            let h = pollster::block_on(accuracy::held_out(&ctx, &weights, run, &windows))
                 .map_err(|e| e.to_string())?;
             print_result(json, &h, |h| {
                 format!(
-                    "{}: held-out loss {:.4} nats/byte, perplexity {:.4} per byte, {:.4} bits/byte ({} windows, {} bytes predicted)",
+                    "{}{}: held-out loss {:.4} nats/byte, perplexity {:.4} per byte, {:.4} bits/byte ({} windows, {} bytes predicted)",
                     h.format.name(),
+                    if h.dispatch_fp8 { " + FP8 dispatch" } else { "" },
                     h.loss,
                     h.perplexity,
                     h.bits_per_byte,
@@ -556,6 +575,10 @@ struct GenerateArgs {
     /// load).
     #[arg(long, default_value = "f32", value_parser = parse_format)]
     format: Format,
+    /// How the routed experts' inputs travel: f32, or fp8 (E4M3 records with a power-of-two
+    /// scale per 1x128 tile, as DeepSeek-V3's dispatch sends them).
+    #[arg(long, value_enum, default_value = "f32")]
+    dispatch: DispatchArg,
     /// Print one JSON object instead of streaming the text.
     #[arg(long)]
     json: bool,
@@ -585,7 +608,8 @@ fn parse_optimizations(text: &str) -> Result<Optimizations, String> {
 }
 
 fn run_generate(a: GenerateArgs) -> Result<(), String> {
-    let weights = load_weights(a.weights.as_deref(), a.seed)?;
+    let mut weights = load_weights(a.weights.as_deref(), a.seed)?;
+    weights.config.dispatch_fp8 = a.dispatch == DispatchArg::Fp8;
     let mut engine = match a.backend {
         BackendArg::Cpu if a.format != Format::F32 => {
             return Err(format!(

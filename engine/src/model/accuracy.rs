@@ -1,6 +1,7 @@
 //! What a weight format costs in accuracy: the GPU model with its block projections in the
-//! format against the f32 CPU reference, on a fixed set of prompts, position by position
-//! (teacher-forced: both read the same tokens, so one early disagreement does not snowball).
+//! format (and, with `MoeConfig::dispatch_fp8`, FP8 expert inputs) against the f32 CPU reference
+//! without either, on a fixed set of prompts, position by position (teacher-forced: both read the
+//! same tokens, so one early disagreement does not snowball).
 
 use serde::Serialize;
 
@@ -23,6 +24,8 @@ pub const PROMPTS: [&str; 4] = [
 #[derive(Clone, Debug, Serialize)]
 pub struct Accuracy {
     pub format: Format,
+    /// The routed experts read FP8 records (`MoeConfig::dispatch_fp8`).
+    pub dispatch_fp8: bool,
     /// Positions where the format's most likely next token is f32's.
     pub top1_agreement: f64,
     /// Mean over positions of KL(p_f32 ‖ p_format), nats.
@@ -36,20 +39,31 @@ pub struct Accuracy {
     pub positions: usize,
 }
 
-/// Measures `format` on `PROMPTS` (all optimizations on; they do not change the math).
+/// Measures `format` (with FP8 expert inputs when `dispatch_fp8`) on `PROMPTS` against the f32
+/// reference with f32 dispatch (all optimizations on; they do not change the math).
 pub async fn measure(
     ctx: &GpuContext,
     weights: &Weights,
     format: Format,
+    dispatch_fp8: bool,
 ) -> Result<Accuracy, ModelError> {
     let mut model = GpuModel::with_format(ctx, weights, format)?;
     model.set_optimizations(Optimizations::all());
+    model.set_dispatch_fp8(dispatch_fp8)?;
     let vocab = weights.config.vocab_size;
+    // The baseline dispatches f32 activations, whatever the weights' config says.
+    let f32_weights = if weights.config.dispatch_fp8 {
+        let mut w = weights.clone();
+        w.config.dispatch_fp8 = false;
+        std::borrow::Cow::Owned(w)
+    } else {
+        std::borrow::Cow::Borrowed(weights)
+    };
     let (mut agree, mut kl, mut max_err, mut positions) = (0usize, 0.0f64, 0.0f64, 0usize);
     for prompt in PROMPTS {
         let tokens = tokenizer::encode(prompt);
         let mut cache = KvCache::new(&weights.config);
-        let want = reference::forward(weights, &tokens, &mut cache)?.logits;
+        let want = reference::forward(&f32_weights, &tokens, &mut cache)?.logits;
         model.reset();
         let (got, _) = model.forward(ctx, &tokens).await?;
         for (w, g) in want.chunks_exact(vocab).zip(got.logits.chunks_exact(vocab)) {
@@ -63,6 +77,7 @@ pub async fn measure(
     }
     Ok(Accuracy {
         format,
+        dispatch_fp8,
         top1_agreement: agree as f64 / positions.max(1) as f64,
         kl_divergence: kl / positions.max(1) as f64,
         max_logit_error: max_err,
@@ -77,6 +92,8 @@ pub async fn measure(
 #[derive(Clone, Debug, Serialize)]
 pub struct HeldOut {
     pub format: Format,
+    /// The routed experts read FP8 records (`MoeConfig::dispatch_fp8`).
+    pub dispatch_fp8: bool,
     /// Nats per byte.
     pub loss: f64,
     /// Per byte: exp(loss).
@@ -104,15 +121,17 @@ pub fn windows(text: &[u8], len: usize, count: usize) -> Vec<Vec<u32>> {
         .collect()
 }
 
-/// The held-out loss of the GPU model in `format` (all switches on) over `windows`.
+/// The held-out loss of the GPU model in `format` (FP8 expert inputs when `dispatch_fp8`; all
+/// switches on) over `windows`.
 pub async fn held_out(
     ctx: &GpuContext,
     weights: &Weights,
-    format: Format,
+    (format, dispatch_fp8): (Format, bool),
     windows: &[Vec<u32>],
 ) -> Result<HeldOut, ModelError> {
     let mut model = GpuModel::with_format(ctx, weights, format)?;
     model.set_optimizations(Optimizations::all());
+    model.set_dispatch_fp8(dispatch_fp8)?;
     let vocab = weights.config.vocab_size;
     let (mut total, mut predictions) = (0.0f64, 0usize);
     for window in windows.iter().filter(|w| w.len() >= 2) {
@@ -127,6 +146,7 @@ pub async fn held_out(
     let loss = total / predictions.max(1) as f64;
     Ok(HeldOut {
         format,
+        dispatch_fp8,
         loss,
         perplexity: loss.exp(),
         bits_per_byte: loss / std::f64::consts::LN_2,

@@ -306,6 +306,19 @@ impl GpuModel {
         self.optimizations = o;
     }
 
+    /// Whether the routed experts read FP8 records (`MoeConfig::dispatch_fp8`) from the next
+    /// forward on. The math changes, so the cache is emptied.
+    pub fn set_dispatch_fp8(&mut self, on: bool) -> Result<(), ModelError> {
+        let mut c = self.config.clone();
+        c.dispatch_fp8 = on;
+        c.validate()?;
+        if on != self.config.dispatch_fp8 {
+            self.config = c;
+            self.reset();
+        }
+        Ok(())
+    }
+
     /// Times every kernel with timestamp queries (where the adapter has them) from the next
     /// forward on; `KernelLaunch::gpu_us` then carries each kernel's time.
     pub fn set_profiling(&mut self, ctx: &GpuContext, on: bool) {
