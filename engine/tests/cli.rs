@@ -251,3 +251,47 @@ fn formats_generate_and_report_their_accuracy() {
     assert!(int8["kl_divergence"].as_f64().unwrap() > 0.0);
     assert_eq!(int8["bytes_per_parameter"], 1.125);
 }
+
+/// `--dispatch fp8`: the routed experts read FP8 records. On the CPU it runs the reference's
+/// quantization; the accuracy contract says which dispatch it measured and that it moved the
+/// logits; an unknown dispatch is refused with the allowed values.
+#[test]
+fn fp8_dispatch_runs_and_reports_its_accuracy() {
+    let bad = moescope(&["accuracy", "--format", "f32", "--dispatch", "fp4"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("fp8"));
+    let cpu = |dispatch: &str| {
+        let out = moescope(&[
+            "generate",
+            "--prompt",
+            "Experts",
+            "--tokens",
+            "6",
+            "--backend",
+            "cpu",
+            "--dispatch",
+            dispatch,
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON")
+    };
+    assert_eq!(cpu("fp8")["tokens"].as_array().map(Vec::len), Some(6));
+    if !have_gpu() {
+        return;
+    }
+    let out = moescope(&["accuracy", "--format", "f32", "--dispatch", "fp8", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(a["dispatch_fp8"], true);
+    assert_eq!(a["bytes_per_parameter"], 4.0);
+    assert!(a["max_logit_error"].as_f64().unwrap() > 1e-3);
+}
