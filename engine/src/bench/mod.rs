@@ -259,11 +259,12 @@ async fn gemv_variant(
 }
 
 /// The copy and the gemv over buffers of about `buffer_mib` MiB each, timed in one run: the f32
-/// gemv at every `LANES`, then every weight format at every `LANES` (its best kept).
+/// gemv at every `LANES`, then each of `formats` at every `LANES` (its best kept).
 pub async fn bandwidth(
     ctx: &GpuContext,
     buffer_mib: u64,
     iterations: u32,
+    formats: &[Format],
 ) -> Result<BandwidthReport, KernelError> {
     let bytes = buffer_mib * 1024 * 1024;
     let n_vec4 = u32::try_from(bytes / 16).map_err(|_| KernelError::LimitExceeded {
@@ -290,8 +291,9 @@ pub async fn bandwidth(
     let f32_shape = gemv::GemvShape::new(rows_for(Format::F32), k);
     let gemv = gemv_variants(ctx, f32_shape, &gemv::LANE_CHOICES, iterations).await?;
     let best = gemv.iter().map(|g| g.time.gb_per_s).fold(0.0, f64::max);
-    let mut formats = Vec::with_capacity(Format::ALL.len());
-    for format in Format::ALL {
+    let wanted = formats;
+    let mut formats = Vec::with_capacity(wanted.len());
+    for &format in wanted {
         let shape = gemv::GemvShape::new(rows_for(format), k).with_format(format);
         let variants = gemv_variants(ctx, shape, &gemv::LANE_CHOICES, iterations).await?;
         let Some(best) = variants

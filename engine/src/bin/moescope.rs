@@ -53,6 +53,9 @@ enum Command {
         /// Timed dispatches per kernel.
         #[arg(long, default_value_t = 20)]
         iterations: u32,
+        /// kernels: the weight formats to measure, comma-separated (default: every one).
+        #[arg(long, value_delimiter = ',', value_parser = parse_format)]
+        formats: Vec<Format>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -266,11 +269,17 @@ fn run(cli: Cli) -> Result<(), String> {
             suite: Suite::Kernels,
             mib,
             iterations,
+            formats,
             json,
             ..
         } => {
             let ctx = gpu_context()?;
-            let report = pollster::block_on(bench::bandwidth(&ctx, mib, iterations))
+            let formats = if formats.is_empty() {
+                Format::ALL.to_vec()
+            } else {
+                formats
+            };
+            let report = pollster::block_on(bench::bandwidth(&ctx, mib, iterations, &formats))
                 .map_err(|e| e.to_string())?;
             if json {
                 println!("{}", to_json(&report)?);
