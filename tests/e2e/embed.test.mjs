@@ -44,21 +44,23 @@ test('a widget renders inside a sandboxed iframe', async () => {
 
 test('the sandbox reads its settings from the URL, shares them, and embeds', async () => {
   await withPage({ webgpu: false }, async ({ page, problems }) => {
-    await page.goto(`${server.base}#/sandbox?v=1&prompt=Hello%20MoE%21&tokens=3&opt=none&format=int8`);
+    await page.goto(`${server.base}#/sandbox?v=1&prompt=Hello%20MoE%21&tokens=3&opt=none&format=int8&dispatch=fp8`);
     await page.getByTestId('generator').waitFor();
     assert.equal(await page.getByTestId('gen-prompt').inputValue(), 'Hello MoE!');
     assert.equal(await page.getByTestId('gen-tokens').inputValue(), '3');
     assert.equal(await page.getByTestId('opt-recorded_submission').isChecked(), false);
     assert.equal(await page.getByTestId('gen-format').inputValue(), 'int8');
+    assert.equal(await page.getByTestId('gen-dispatch-fp8').isChecked(), true);
     assert.equal(await page.getByTestId('sandbox-warnings').count(), 0);
     await page.getByTestId('gen-share').click();
     const url = await page.getByTestId('gen-share-url').inputValue();
-    assert.match(url, /#\/sandbox\?v=1&prompt=Hello%20MoE%21&tokens=3&opt=none&format=int8$/);
+    assert.match(url, /#\/sandbox\?v=1&prompt=Hello%20MoE%21&tokens=3&opt=none&format=int8&dispatch=fp8$/);
     assert.match(await page.getByTestId('gen-embed-code').inputValue(), /#\/embed\/sandbox-mini\?v=1&/);
 
-    await page.goto(`${server.base}#/sandbox?v=1&tokens=0&format=fp3`);
+    await page.goto(`${server.base}#/sandbox?v=1&tokens=0&format=fp3&dispatch=fp4`);
     await page.getByTestId('sandbox-warnings').waitFor();
     assert.match(await page.getByTestId('sandbox-warnings').innerText(), /fp3/);
+    assert.match(await page.getByTestId('sandbox-warnings').innerText(), /dispatch/);
 
     await page.goto(`${server.base}#/embed/sandbox-mini?v=1&prompt=Hi&opt=all&zzz=2`);
     await page.getByTestId('generator').waitFor();
