@@ -32,3 +32,43 @@ pub fn run(
     ctx.queue.submit([encoder.finish()]);
     pollster::block_on(read_back::<f32>(ctx, out)).expect("the result reads back")
 }
+
+/// The reference for one token through gate_up_swiglu: both projections, their magnitudes
+/// Σ|w·x| (what the gemv tolerances scale by), silu(gate)·up, and the magnitude the swiglu
+/// tolerances scale by: each projection's bound carried through silu's slope (≤ 1.1) and the
+/// product, plus the product's own rounding.
+pub struct SwigluReference {
+    pub gate: Vec<f32>,
+    pub up: Vec<f32>,
+    pub gate_magnitude: Vec<f64>,
+    pub up_magnitude: Vec<f64>,
+    pub act: Vec<f32>,
+    pub act_scale: Vec<f64>,
+}
+
+impl SwigluReference {
+    pub fn new(w_gate: &[f32], w_up: &[f32], x: &[f32], m: usize, k: usize) -> Self {
+        use moescope_engine::model::reference::{gemv, gemv_magnitude, silu};
+        let (gate, up) = (gemv(w_gate, x, m, k), gemv(w_up, x, m, k));
+        let (gate_magnitude, up_magnitude) = (
+            gemv_magnitude(w_gate, x, m, k),
+            gemv_magnitude(w_up, x, m, k),
+        );
+        let act = gate.iter().zip(&up).map(|(g, u)| silu(*g) * u).collect();
+        let act_scale = (0..m)
+            .map(|i| {
+                let s = f64::from(silu(gate[i]));
+                let u = f64::from(up[i]);
+                1.1 * gate_magnitude[i] * u.abs() + s.abs() * up_magnitude[i] + (s * u).abs()
+            })
+            .collect();
+        Self {
+            gate,
+            up,
+            gate_magnitude,
+            up_magnitude,
+            act,
+            act_scale,
+        }
+    }
+}

@@ -10,10 +10,9 @@ use moescope_engine::gpu::{storage_buffer, storage_zeroed};
 use moescope_engine::kernels::gemv::{self, GemvLayout, GemvShape};
 use moescope_engine::kernels::moe_dispatch::{self, MoeDispatchParams, RecordLayout};
 use moescope_engine::kernels::{fp8_round_trip, gate_up_swiglu};
-use moescope_engine::model::reference;
 use moescope_engine::quant::activation::{quantize_row, round_trip};
 use moescope_engine::rng::uniform_f32;
-use moescope_tests::{gpu, run};
+use moescope_tests::{gpu, run, SwigluReference};
 
 /// Rows that exercise the encoder: tiles of very different magnitudes, exact zeros, values on
 /// E4M3 rounding ties, subnormal codes, and a tile whose largest value is exactly 448·2^e.
@@ -159,33 +158,15 @@ fn expert_kernels_read_fp8_records() {
         let xq = round_trip(&x[z * k..(z + 1) * k]);
         let gate_w = &w[e as usize * 2 * m * k..][..m * k];
         let up_w = &w[(e as usize * 2 + 1) * m * k..][..m * k];
-        let (g, u) = (
-            reference::gemv(gate_w, &xq, m, k),
-            reference::gemv(up_w, &xq, m, k),
-        );
-        let (mg, mu) = (
-            reference::gemv_magnitude(gate_w, &xq, m, k),
-            reference::gemv_magnitude(up_w, &xq, m, k),
-        );
+        let want = SwigluReference::new(gate_w, up_w, &xq, m, k);
         let what = format!("slot {z} (expert {e})");
         let tol = tolerances::gemv_f32(k, shape.lanes);
-        let c = compare_scaled(&gemv_out[z * m..(z + 1) * m], &g, &mg, tol);
+        let got = &gemv_out[z * m..(z + 1) * m];
+        let c = compare_scaled(got, &want.gate, &want.gate_magnitude, tol);
         assert!(c.passed(), "{}", c.describe(&format!("gemv {what}")));
-        // silu(g)·u, with the gemv bound carried through silu's slope (≤ 1.1) and the product,
-        // as quantized_kernels.rs does.
-        let act: Vec<f32> = g
-            .iter()
-            .zip(&u)
-            .map(|(g, u)| reference::silu(*g) * u)
-            .collect();
-        let scale: Vec<f64> = (0..m)
-            .map(|i| {
-                let s = f64::from(reference::silu(g[i]));
-                1.1 * mg[i] * f64::from(u[i]).abs() + s.abs() * mu[i] + (s * f64::from(u[i])).abs()
-            })
-            .collect();
         let tol = tolerances::swiglu_f32(k, shape.lanes);
-        let c = compare_scaled(&swiglu_out[z * m..(z + 1) * m], &act, &scale, tol);
+        let got = &swiglu_out[z * m..(z + 1) * m];
+        let c = compare_scaled(got, &want.act, &want.act_scale, tol);
         assert!(
             c.passed(),
             "{}",

@@ -10,7 +10,7 @@ use moescope_engine::kernels::{gate_up_swiglu, mla_split_k, qkv_rope_scale, rope
 use moescope_engine::model::reference;
 use moescope_engine::quant::Format::F32;
 use moescope_engine::rng::uniform_f32;
-use moescope_tests::{gpu, run};
+use moescope_tests::{gpu, run, SwigluReference};
 
 /// Dispatch records as moe_dispatch writes them: `[expert, gate, scale, token | x]`.
 fn records(experts: &[u32], xs: &[Vec<f32>]) -> Vec<f32> {
@@ -139,28 +139,11 @@ fn gate_up_swiglu_matches_the_reference() {
         let (wg, wu) = gate_up.split_at(m * k);
         for tok in 0..t {
             let xt = &x[tok * k..(tok + 1) * k];
-            let (g, u) = (reference::gemv(wg, xt, m, k), reference::gemv(wu, xt, m, k));
-            let (mg, mu) = (
-                reference::gemv_magnitude(wg, xt, m, k),
-                reference::gemv_magnitude(wu, xt, m, k),
-            );
-            let want: Vec<f32> = g
-                .iter()
-                .zip(&u)
-                .map(|(g, u)| reference::silu(*g) * u)
-                .collect();
-            let scale: Vec<f64> = (0..m)
-                .map(|i| {
-                    let s = f64::from(reference::silu(g[i]));
-                    1.1 * mg[i] * f64::from(u[i]).abs()
-                        + s.abs() * mu[i]
-                        + (s * f64::from(u[i])).abs()
-                })
-                .collect();
+            let want = SwigluReference::new(wg, wu, xt, m, k);
             let c = compare_scaled(
                 &got[tok * m..(tok + 1) * m],
-                &want,
-                &scale,
+                &want.act,
+                &want.act_scale,
                 tolerances::swiglu_f32(k, shape.lanes),
             );
             assert!(

@@ -11,7 +11,7 @@ use moescope_engine::kernels::{gate_up_swiglu, qkv_rope_scale, rope};
 use moescope_engine::model::reference;
 use moescope_engine::quant::{block, dequantize, matrix, quantize, Format};
 use moescope_engine::rng::uniform_f32;
-use moescope_tests::{gpu, run};
+use moescope_tests::{gpu, run, SwigluReference};
 
 /// Weights with some structure: rows of different magnitudes, a few outliers, so that block
 /// scales differ from block to block.
@@ -163,29 +163,12 @@ fn grouped_experts_and_gate_up_swiglu_in_every_format() {
             let e = e as usize;
             let dg = dequantize(&quantize(format, &gates[e], m, k));
             let du = dequantize(&quantize(format, &ups[e], m, k));
-            let (g, u) = (reference::gemv(&dg, x, m, k), reference::gemv(&du, x, m, k));
-            let (mg, mu) = (
-                reference::gemv_magnitude(&dg, x, m, k),
-                reference::gemv_magnitude(&du, x, m, k),
-            );
-            let want: Vec<f32> = g
-                .iter()
-                .zip(&u)
-                .map(|(g, u)| reference::silu(*g) * u)
-                .collect();
-            let scale: Vec<f64> = (0..m)
-                .map(|i| {
-                    let s = f64::from(reference::silu(g[i]));
-                    1.1 * mg[i] * f64::from(u[i]).abs()
-                        + s.abs() * mu[i]
-                        + (s * f64::from(u[i])).abs()
-                })
-                .collect();
+            let want = SwigluReference::new(&dg, &du, x, m, k);
             let what = format!("{} token {t} (expert {e})", format.name());
             let c = compare_scaled(
                 &got[t * m..(t + 1) * m],
-                &want,
-                &scale,
+                &want.act,
+                &want.act_scale,
                 tolerances::swiglu_quantized(format, k, shape.lanes),
             );
             assert!(
@@ -195,8 +178,8 @@ fn grouped_experts_and_gate_up_swiglu_in_every_format() {
             );
             let c = compare_scaled(
                 &up_got[t * m..(t + 1) * m],
-                &u,
-                &mu,
+                &want.up,
+                &want.up_magnitude,
                 tolerances::gemv_quantized(format, k, shape.lanes),
             );
             assert!(
