@@ -52,13 +52,7 @@ pub async fn measure(
     model.set_dispatch_fp8(dispatch_fp8)?;
     let vocab = weights.config.vocab_size;
     // The baseline dispatches f32 activations, whatever the weights' config says.
-    let f32_weights = if weights.config.dispatch_fp8 {
-        let mut w = weights.clone();
-        w.config.dispatch_fp8 = false;
-        std::borrow::Cow::Owned(w)
-    } else {
-        std::borrow::Cow::Borrowed(weights)
-    };
+    let f32_weights = weights.dispatching(false);
     let (mut agree, mut kl, mut max_err, mut positions) = (0usize, 0.0f64, 0.0f64, 0usize);
     for prompt in PROMPTS {
         let tokens = tokenizer::encode(prompt);

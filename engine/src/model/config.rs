@@ -101,6 +101,16 @@ impl MoeConfig {
         }
     }
 
+    /// This config with the routed experts' inputs in FP8 or not (`dispatch_fp8`), checked.
+    pub fn with_dispatch_fp8(&self, on: bool) -> Result<Self, ConfigError> {
+        let c = Self {
+            dispatch_fp8: on,
+            ..self.clone()
+        };
+        c.validate()?;
+        Ok(c)
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let multiple_of_4 = [
             ("hidden", self.hidden),

@@ -137,10 +137,8 @@ impl Engine {
     pub fn set_dispatch_fp8(&mut self, on: bool) -> Result<(), ModelError> {
         match self {
             Engine::Cpu { weights, cache } => {
-                let mut c = weights.config.clone();
-                c.dispatch_fp8 = on;
-                c.validate()?;
-                if on != weights.config.dispatch_fp8 {
+                let c = weights.config.with_dispatch_fp8(on)?;
+                if c != weights.config {
                     weights.config = c;
                     *cache = KvCache::new(&weights.config);
                 }
@@ -264,21 +262,9 @@ pub async fn check_against_reference(
     let (got, _) = engine.forward(tokens).await?;
     // The reference dispatches as the engine does.
     let fp8 = engine.config().dispatch_fp8;
-    let weights = if weights.config.dispatch_fp8 == fp8 {
-        std::borrow::Cow::Borrowed(weights)
-    } else {
-        let mut w = weights.clone();
-        w.config.dispatch_fp8 = fp8;
-        std::borrow::Cow::Owned(w)
-    };
+    let weights = weights.dispatching(fp8);
     let mut cache = KvCache::new(&weights.config);
-    let dense = weights.config.dense_layers;
-    let mut margin = f64::INFINITY;
-    let want = reference::forward_tapped(&weights, tokens, &mut cache, &mut |layer, h| {
-        if fp8 && layer >= dense {
-            margin = margin.min(crate::quant::activation::margin(h));
-        }
-    })?;
+    let (want, margin) = reference::forward_with_dispatch_margin(&weights, tokens, &mut cache)?;
     let dispatch_margin = fp8.then_some(margin);
     let tolerance = crate::check::tolerances::model_logits();
     Ok(ReferenceCheck {

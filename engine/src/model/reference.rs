@@ -269,6 +269,25 @@ pub fn forward_tapped(
     Ok(ForwardOutput { logits, routing })
 }
 
+/// `forward`, and how close the routed experts' FP8 inputs came to quantizing differently: the
+/// least `quant::activation::margin` of every MoE layer's input (infinite without FP8 dispatch).
+/// Another computation of this forward whose hidden states are off by less than that (relative)
+/// quantizes every expert input the same way.
+pub fn forward_with_dispatch_margin(
+    w: &Weights,
+    tokens: &[u32],
+    cache: &mut KvCache,
+) -> Result<(ForwardOutput, f64), ModelError> {
+    let (fp8, dense) = (w.config.dispatch_fp8, w.config.dense_layers);
+    let mut margin = f64::INFINITY;
+    let out = forward_tapped(w, tokens, cache, &mut |layer, h| {
+        if fp8 && layer >= dense {
+            margin = margin.min(crate::quant::activation::margin(h));
+        }
+    })?;
+    Ok((out, margin))
+}
+
 fn add_into(x: &mut [f32], y: &[f32]) {
     for (a, b) in x.iter_mut().zip(y) {
         *a += b;

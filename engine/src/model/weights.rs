@@ -206,6 +206,19 @@ fn int8_values(
 }
 
 impl Weights {
+    /// These weights as the reference runs them with the routed experts' inputs in FP8 or not
+    /// (the reference reads `MoeConfig::dispatch_fp8`): borrowed when the flag already matches,
+    /// else a copy with it changed.
+    pub fn dispatching(&self, fp8: bool) -> std::borrow::Cow<'_, Weights> {
+        if self.config.dispatch_fp8 == fp8 {
+            std::borrow::Cow::Borrowed(self)
+        } else {
+            let mut w = self.clone();
+            w.config.dispatch_fp8 = fp8;
+            std::borrow::Cow::Owned(w)
+        }
+    }
+
     /// Deterministic synthetic weights: the same seed gives the same model on every platform.
     /// Each tensor has its own ChaCha stream keyed by (seed, name), so the values do not depend
     /// on the order tensors are built in.

@@ -309,10 +309,8 @@ impl GpuModel {
     /// Whether the routed experts read FP8 records (`MoeConfig::dispatch_fp8`) from the next
     /// forward on. The math changes, so the cache is emptied.
     pub fn set_dispatch_fp8(&mut self, on: bool) -> Result<(), ModelError> {
-        let mut c = self.config.clone();
-        c.dispatch_fp8 = on;
-        c.validate()?;
-        if on != self.config.dispatch_fp8 {
+        let c = self.config.with_dispatch_fp8(on)?;
+        if c != self.config {
             self.config = c;
             self.reset();
         }
