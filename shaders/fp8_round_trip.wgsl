@@ -38,9 +38,7 @@ fn fp8_round_trip(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
     workgroupBarrier();
     for (var i = lid; i < d4; i += 64u) {
         let e = fp8_tile_exponent(atomicLoad(&tile_max[(4u * i) / FP8_TILE]));
-        let v = x[base + i] * pow2(-e);
-        let word = e4m3_encode(v.x) | (e4m3_encode(v.y) << 8u) | (e4m3_encode(v.z) << 16u)
-            | (e4m3_encode(v.w) << 24u);
+        let word = e4m3_encode_word(x[base + i] * pow2(-e));
         y[base + i] = e4m3_word(word) * (256.0 * pow2(e));
     }
 }

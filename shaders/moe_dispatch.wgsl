@@ -77,9 +77,7 @@ fn moe_dispatch(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id
         let inv = pow2(-fp8_tile_exponent(atomicLoad(&tile_max[(16u * g) / FP8_TILE])));
         var words = vec4<u32>(0u);
         for (var j = 0u; j < 4u; j++) {
-            let v = h[t * d4 + 4u * g + j] * inv;
-            words[j] = e4m3_encode(v.x) | (e4m3_encode(v.y) << 8u) | (e4m3_encode(v.z) << 16u)
-                | (e4m3_encode(v.w) << 24u);
+            words[j] = e4m3_encode_word(h[t * d4 + 4u * g + j] * inv);
         }
         records[base + 1u + scale_x4 + g] = words;
     }

@@ -44,6 +44,12 @@ fn e4m3_encode(y: f32) -> u32 {
     return sign | code;
 }
 
+// Four values' codes in one word, element order (v.x in the low byte).
+fn e4m3_encode_word(v: vec4<f32>) -> u32 {
+    return e4m3_encode(v.x) | (e4m3_encode(v.y) << 8u) | (e4m3_encode(v.z) << 16u)
+        | (e4m3_encode(v.w) << 24u);
+}
+
 // E4M3 codes in bytes 0 and 2 of `t` (other bits zero) as an f16 pair: s.eeee.mmm → s.0eeee.mmm0000000.
 fn e4m3_pair(t: u32) -> vec2<f32> {
     return unpack2x16float(((t & 0x007F007Fu) << 7u) | ((t & 0x00800080u) << 8u));
