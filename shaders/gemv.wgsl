@@ -5,9 +5,10 @@
 //
 // One workgroup of 256 invocations computes PASS·ROWS_PER_LANE rows (PASS = 256 / LANES) of one token
 // (grid z = token); LANES lanes share a row and read it as vec4s, so each row is streamed in
-// coalesced runs of LANES·16 bytes (one 16-byte chunk per lane: 4 f32 weights, or 32 FP4 ones). x is staged in workgroup memory one tile of TILE_K4 vec4s at a
-// time and read by all ROWS rows from there. Each lane keeps one partial sum; a row's partials
-// are reduced in shared memory.
+// coalesced runs of LANES·16 bytes (one 16-byte chunk per lane: 4 f32 weights, or 32 FP4 ones).
+// x is staged in workgroup memory one tile of TILE_K4 vec4s at a time (weights.wgsl's layout);
+// a lane reads the x of each chunk once and dots it with that chunk of all its rows. Each lane
+// keeps one partial sum per row; a row's partials are reduced in shared memory.
 //
 // Layout (GemvParams): W starts at chunk w_offset. Grouped experts (expert_stride > 0): W holds
 // `experts` matrices expert_stride chunks apart, and token z uses the one named by
@@ -23,11 +24,16 @@
 // the workgroup index is wg.x + wg.y · num_workgroups.x, and rows past M are skipped.
 
 override LANES: u32 = 32u;
-// Rows each lane group computes (1 to MAX_ROWS_PER_LANE). Narrow weights cover so many x values
-// per 16-byte chunk that a tile gives a lane only one or two chunks of a row; several rows give it
-// that many independent loads in flight, and reuse each x read from the tile.
+// Rows each lane group computes (1 to 8). Narrow weights cover so many x values per 16-byte
+// chunk that a tile gives a lane only one or two chunks of a row; several rows give it that many
+// independent loads in flight, and reuse each x read from the tile.
+//
+// The rows are written out one by one (q0..q7, a0..a7) rather than as arrays indexed in a loop:
+// naga clamps every dynamic index into a function-scope array, and the clamped indices kept the
+// arrays in local memory. Written out, the rows past ROWS_PER_LANE are branches on a pipeline
+// constant that the driver removes. (H200, 256 MiB of weights: int8 0.65 → 0.86 of a copy's
+// bandwidth, FP4 0.43 → 0.55; docs/BENCHMARKS.md.)
 override ROWS_PER_LANE: u32 = 1u;
-const MAX_ROWS_PER_LANE: u32 = 8u;
 const WORKGROUP: u32 = 256u;
 // Lane groups in a workgroup: rows per pass over the lane groups.
 override PASS: u32 = WORKGROUP / LANES;
@@ -61,6 +67,31 @@ struct GemvParams {
 var<workgroup> x_tile: array<vec4<f32>, TILE_K4>;
 var<workgroup> partial: array<f32, WORKGROUP>;
 
+// Row r of lane group `first`, clamped to the last real row: rows past M load and compute a copy
+// of it, never stored, so that every load is unconditional.
+fn row_of(first: u32, r: u32) -> u32 {
+    return min(first + r * PASS, params.m - 1u);
+}
+
+// Sums each lane group's partials of one row and writes the row (rows past M are dropped).
+fn reduce_store(lid: u32, lane: u32, row: u32, z: u32, value: f32) {
+    partial[lid] = value;
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if (lane < stride) {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u && row < params.m) {
+        let out = params.y_offset + z * params.y_stride
+            + (row / params.seg) * params.seg_stride + row % params.seg;
+        y[out] = partial[lid];
+    }
+    // The next row's partials wait until this row's sum is written.
+    workgroupBarrier();
+}
+
 @compute @workgroup_size(256)
 fn gemv(
     @builtin(local_invocation_index) lid: u32,
@@ -81,8 +112,20 @@ fn gemv(
     let live = expert < params.experts;
     let matrix = params.w_offset + expert * params.expert_stride;
     let x_base = params.x_offset + z * params.x_stride;
+    let row_chunks = params.k / (4u * CHUNK_X4);
+    let m = params.m;
+    let k = params.k;
+    let r0 = row_of(first, 0u);
+    let r1 = row_of(first, 1u);
+    let r2 = row_of(first, 2u);
+    let r3 = row_of(first, 3u);
+    let r4 = row_of(first, 4u);
+    let r5 = row_of(first, 5u);
+    let r6 = row_of(first, 6u);
+    let r7 = row_of(first, 7u);
 
-    var acc = array<f32, MAX_ROWS_PER_LANE>();
+    var a0 = 0.0; var a1 = 0.0; var a2 = 0.0; var a3 = 0.0;
+    var a4 = 0.0; var a5 = 0.0; var a6 = 0.0; var a7 = 0.0;
     for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
         let tile_len = min(TILE_K4, k4 - t0);
         for (var i = lid; i < tile_len; i += WORKGROUP) {
@@ -91,34 +134,38 @@ fn gemv(
         workgroupBarrier();
         if (live) {
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
-                for (var r = 0u; r < ROWS_PER_LANE; r++) {
-                    let row = first + r * PASS;
-                    if (row < params.m) {
-                        acc[r] += weight_chunk_dot(matrix, params.m, params.k, row, t0 / CHUNK_X4 + i, i * CHUNK_X4);
-                    }
-                }
+                let c = t0 / CHUNK_X4 + i;
+                let q0 = w[matrix + r0 * row_chunks + c];
+                var q1 = vec4(0u); var q2 = vec4(0u); var q3 = vec4(0u);
+                var q4 = vec4(0u); var q5 = vec4(0u); var q6 = vec4(0u); var q7 = vec4(0u);
+                if (ROWS_PER_LANE > 1u) { q1 = w[matrix + r1 * row_chunks + c]; }
+                if (ROWS_PER_LANE > 2u) { q2 = w[matrix + r2 * row_chunks + c]; }
+                if (ROWS_PER_LANE > 3u) { q3 = w[matrix + r3 * row_chunks + c]; }
+                if (ROWS_PER_LANE > 4u) { q4 = w[matrix + r4 * row_chunks + c]; }
+                if (ROWS_PER_LANE > 5u) { q5 = w[matrix + r5 * row_chunks + c]; }
+                if (ROWS_PER_LANE > 6u) { q6 = w[matrix + r6 * row_chunks + c]; }
+                if (ROWS_PER_LANE > 7u) { q7 = w[matrix + r7 * row_chunks + c]; }
+                let xs = x_chunk(i);
+                a0 += weight_chunk_dot(q0, xs, matrix, m, k, r0, c);
+                if (ROWS_PER_LANE > 1u) { a1 += weight_chunk_dot(q1, xs, matrix, m, k, r1, c); }
+                if (ROWS_PER_LANE > 2u) { a2 += weight_chunk_dot(q2, xs, matrix, m, k, r2, c); }
+                if (ROWS_PER_LANE > 3u) { a3 += weight_chunk_dot(q3, xs, matrix, m, k, r3, c); }
+                if (ROWS_PER_LANE > 4u) { a4 += weight_chunk_dot(q4, xs, matrix, m, k, r4, c); }
+                if (ROWS_PER_LANE > 5u) { a5 += weight_chunk_dot(q5, xs, matrix, m, k, r5, c); }
+                if (ROWS_PER_LANE > 6u) { a6 += weight_chunk_dot(q6, xs, matrix, m, k, r6, c); }
+                if (ROWS_PER_LANE > 7u) { a7 += weight_chunk_dot(q7, xs, matrix, m, k, r7, c); }
             }
         }
         // Nobody overwrites the tile before every row has read it.
         workgroupBarrier();
     }
 
-    for (var r = 0u; r < ROWS_PER_LANE; r++) {
-        let row = first + r * PASS;
-        partial[lid] = acc[r];
-        workgroupBarrier();
-        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-            if (lane < stride) {
-                partial[lid] += partial[lid + stride];
-            }
-            workgroupBarrier();
-        }
-        if (lane == 0u && row < params.m) {
-            let out = params.y_offset + z * params.y_stride
-                + (row / params.seg) * params.seg_stride + row % params.seg;
-            y[out] = partial[lid];
-        }
-        // The next row's partials wait until this row's sum is written.
-        workgroupBarrier();
-    }
+    reduce_store(lid, lane, first, z, a0);
+    if (ROWS_PER_LANE > 1u) { reduce_store(lid, lane, first + PASS, z, a1); }
+    if (ROWS_PER_LANE > 2u) { reduce_store(lid, lane, first + 2u * PASS, z, a2); }
+    if (ROWS_PER_LANE > 3u) { reduce_store(lid, lane, first + 3u * PASS, z, a3); }
+    if (ROWS_PER_LANE > 4u) { reduce_store(lid, lane, first + 4u * PASS, z, a4); }
+    if (ROWS_PER_LANE > 5u) { reduce_store(lid, lane, first + 5u * PASS, z, a5); }
+    if (ROWS_PER_LANE > 6u) { reduce_store(lid, lane, first + 6u * PASS, z, a6); }
+    if (ROWS_PER_LANE > 7u) { reduce_store(lid, lane, first + 7u * PASS, z, a7); }
 }

@@ -57,6 +57,7 @@ fn qkv_rope_scale(
     let k4 = params.k / 4u;
     let x_base = z * params.x_stride;
 
+    let row_chunks = params.k / (4u * CHUNK_X4);
     var acc = 0.0;
     for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
         let tile_len = min(TILE_K4, k4 - t0);
@@ -66,7 +67,8 @@ fn qkv_rope_scale(
         workgroupBarrier();
         if (row < params.m) {
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
-                acc += weight_chunk_dot(0u, params.m, params.k, row, t0 / CHUNK_X4 + i, i * CHUNK_X4);
+                let c = t0 / CHUNK_X4 + i;
+                acc += weight_chunk_dot(w[row * row_chunks + c], x_chunk(i), 0u, params.m, params.k, row, c);
             }
         }
         workgroupBarrier();

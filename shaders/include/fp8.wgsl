@@ -50,15 +50,12 @@ fn e4m3_encode_word(v: vec4<f32>) -> u32 {
         | (e4m3_encode(v.w) << 24u);
 }
 
-// E4M3 codes in bytes 0 and 2 of `t` (other bits zero) as an f16 pair: s.eeee.mmm → s.0eeee.mmm0000000.
-fn e4m3_pair(t: u32) -> vec2<f32> {
-    return unpack2x16float(((t & 0x007F007Fu) << 7u) | ((t & 0x00800080u) << 8u));
-}
-
-// The four E4M3 codes of a word (element order) × 2^-8.
+// The four E4M3 codes of a word (element order) × 2^-8, as two f16 pairs s.0eeee.mmm0000000.
+// Codes 1 and 3 sit in the high byte of each half, sign already on bit 15: the magnitude moves
+// down one bit. Codes 0 and 2 move up: magnitude by 7 bits, sign by 8.
 fn e4m3_word(word: u32) -> vec4<f32> {
-    let even = e4m3_pair(word & 0x00FF00FFu);         // elements 0, 2
-    let odd = e4m3_pair((word >> 8u) & 0x00FF00FFu);  // elements 1, 3
+    let odd = unpack2x16float(((word >> 1u) & 0x3F803F80u) | (word & 0x80008000u));
+    let even = unpack2x16float(((word << 7u) & 0x3F803F80u) | ((word << 8u) & 0x80008000u));
     return vec4(even.x, odd.x, even.y, odd.y);
 }
 

@@ -1,6 +1,7 @@
 // weights: reading one weight matrix in any of the sandbox's formats, dequantized in registers.
 // Prepended to every kernel that streams weights (gemv, gate_up_swiglu, qkv_rope_scale); those
-// declare `w: array<vec4<u32>>` and `x_tile: array<vec4<f32>, ...>`, which the functions here use.
+// declare `w: array<vec4<u32>>`, `x_tile: array<vec4<f32>, TILE_K4>` and TILE_K4, which the
+// functions here use.
 //
 // The layout is engine::quant::matrix's (documented there once): a matrix is a run of 16-byte
 // chunks, first its codes row-major (K / elements-per-chunk chunks per row, little-endian in each
@@ -22,17 +23,25 @@
 override FORMAT: u32 = 0u;
 override CHUNK_X4: u32 = 1u;
 
-// The x tile is read by every lane at its own chunk: lane l reads vec4s l·CHUNK_X4 + j, lanes
-// CHUNK_X4·16 bytes apart, which for 8- and 4-bit weights would all fall into the same few
-// shared-memory banks. Slot i ^ ((i / 8) mod CHUNK_X4) spreads each group of 8 vec4s (128 bytes,
-// one pass of the banks) so that the lanes reading vec4 j of their chunks hit distinct banks;
-// for f32 (CHUNK_X4 = 1) it is the identity.
+// The x tile holds TILE_K4 / CHUNK_X4 chunks of x, one per weight chunk of a row, stored
+// transposed: vec4 j of chunk i at slot j · (TILE_K4 / CHUNK_X4) + i. Lanes read their chunks'
+// vec4 j together, so a quarter-warp reads 8 consecutive vec4s (no bank conflicts), and the
+// slot of vec4 j is a constant offset from chunk i's. (A row-major tile put lanes CHUNK_X4·16
+// bytes apart, into the same banks; the XOR swizzle that fixed it cost integer work per read.)
 fn x_slot(i: u32) -> u32 {
-    return i ^ ((i >> 3u) & (CHUNK_X4 - 1u));
+    return (i % CHUNK_X4) * (TILE_K4 / CHUNK_X4) + i / CHUNK_X4;
 }
 
-fn x_at(i: u32) -> vec4<f32> {
-    return x_tile[x_slot(i)];
+// The x vec4s of tile chunk i, read once and then used for every row a lane computes. Entries
+// from CHUNK_X4 on repeat the last one and are never used.
+fn x_chunk(i: u32) -> array<vec4<f32>, 8> {
+    let n = TILE_K4 / CHUNK_X4;
+    let last = CHUNK_X4 - 1u;
+    return array<vec4<f32>, 8>(
+        x_tile[i], x_tile[min(1u, last) * n + i], x_tile[min(2u, last) * n + i],
+        x_tile[min(3u, last) * n + i], x_tile[min(4u, last) * n + i],
+        x_tile[min(5u, last) * n + i], x_tile[min(6u, last) * n + i],
+        x_tile[min(7u, last) * n + i]);
 }
 
 // x as FP8 dispatch records (engine::quant::activation): E4M3 codes, 4 per word, from vec4
@@ -52,39 +61,38 @@ fn load_x(codes: u32, scales: u32, j: u32) -> vec4<f32> {
     return e4m3_word(word) * (256.0 * scale);
 }
 
-// --- Unpacking. Minifloats go through f16 rather than f32: an E4M3 or E2M1 code's exponent and
-// mantissa bits, moved into an f16's, make an f16 whose value is the code's value times a power of
-// two (2^-8 for E4M3, 2^-14 for E2M1, folded into the block scale), subnormal codes included, since
-// f16's own subnormals are exact. `unpack2x16float` then converts two at a time. A handful of bit
-// operations per element; decoding field by field in f32 cost ~13 and made the 4-bit GEMV
-// ALU-bound.
+// --- Unpacking. Every decoder moves a code's bits into an f16 (or builds the f16 of an integer)
+// and converts two at a time with `unpack2x16float`: a handful of integer operations per element,
+// which is what these kernels are bound by once their loads are in flight. Minifloats: an E4M3 or
+// E2M1 code's exponent and mantissa bits, moved into an f16's, make an f16 whose value is the
+// code's value times a power of two (2^-8 for E4M3, 2^-14 for E2M1, folded into the block
+// scale), subnormal codes included, since f16's own subnormals are exact.
 
-// E2M1 codes in nibbles 0 and 4 of `t` as an f16 pair: s.ee.m → s.000ee.m000000000.
-fn e2m1_pair(t: u32) -> vec2<f32> {
-    return unpack2x16float(((t & 0x00070007u) << 9u) | ((t & 0x00080008u) << 12u));
+// Σ of the 8 E2M1 elements of `word` (× 2^-14) times xa (elements 0-3) and xb (4-7). Element e is
+// nibble e (s.ee.m); elements e and e + 4 become one f16 pair s.000ee.m000000000 by shifting
+// the word so that nibble e's magnitude lands on bits 9-11 and its sign on bit 15.
+fn fp4_word_dot(word: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+    let p0 = unpack2x16float(((word << 9u) & 0x0E000E00u) | ((word << 12u) & 0x80008000u));
+    let p1 = unpack2x16float(((word << 5u) & 0x0E000E00u) | ((word << 8u) & 0x80008000u));
+    let p2 = unpack2x16float(((word << 1u) & 0x0E000E00u) | ((word << 4u) & 0x80008000u));
+    let p3 = unpack2x16float(((word >> 3u) & 0x0E000E00u) | (word & 0x80008000u));
+    return dot(vec4(p0.x, p1.x, p2.x, p3.x), xa) + dot(vec4(p0.y, p1.y, p2.y, p3.y), xb);
 }
 
-// Σ of the 8 E2M1 elements of `word` (× 2^-14) times x_at(x4), x_at(x4 + 1).
-fn fp4_word_dot(word: u32, x4: u32) -> f32 {
-    let p0 = e2m1_pair(word & 0x000F000Fu);          // elements 0, 4
-    let p1 = e2m1_pair((word >> 4u) & 0x000F000Fu);  // 1, 5
-    let p2 = e2m1_pair((word >> 8u) & 0x000F000Fu);  // 2, 6
-    let p3 = e2m1_pair((word >> 12u) & 0x000F000Fu); // 3, 7
-    return dot(vec4(p0.x, p1.x, p2.x, p3.x), x_at(x4)) + dot(vec4(p0.y, p1.y, p2.y, p3.y), x_at(x4 + 1u));
+// The four int8s of `word` (element order) dotted with xa. Byte b ^ 0x80 = b + 128 in the
+// mantissa of f16 1024 (0x6400, whose ulp is 1) is exactly 1024 + 128 + b; bytes 0 and 2, then
+// 1 and 3, make one f16 pair each.
+fn int8_word_dot(word: u32, xa: vec4<f32>) -> f32 {
+    let u = word ^ 0x80808080u;
+    let even = unpack2x16float((u & 0x00FF00FFu) | 0x64006400u) - vec2(1152.0);
+    let odd = unpack2x16float(((u >> 8u) & 0x00FF00FFu) | 0x64006400u) - vec2(1152.0);
+    return dot(vec4(even.x, odd.x, even.y, odd.y), xa);
 }
 
-// int8 lanes of a word: byte ^ 0x80 in the low mantissa bits of 2^23 is 2^23 + 128 + b exactly.
-fn int8s_of(word: u32) -> vec4<f32> {
-    let u = ((vec4(word) >> vec4(0u, 8u, 16u, 24u)) & vec4(0xFFu)) ^ vec4(0x4B000080u);
-    return bitcast<vec4<f32>>(u) - vec4(8388736.0);
-}
-
-// One E4M3 scale byte → f32 (once per block: clarity over speed). Scales are never NaN.
-fn e4m3_scale(b: u32) -> f32 {
-    let e = (b >> 3u) & 15u;
-    let m = b & 7u;
-    let normal = bitcast<f32>(((e + 120u) << 23u) | (m << 20u));
-    return select(f32(m) * (1.0 / 512.0), normal, e > 0u);
+// Two E4M3 scale bytes (bytes 0 and 1 of `pair`; positive, never NaN) → f32 × 2^-8, through one
+// f16 pair as e4m3_word does.
+fn e4m3_scale_pair(pair: u32) -> vec2<f32> {
+    return unpack2x16float(((pair & 0x7Fu) | ((pair & 0x7F00u) << 8u)) << 7u);
 }
 
 fn scale_word(i: u32) -> u32 {
@@ -95,33 +103,33 @@ fn scale_byte(first_word: u32, i: u32) -> u32 {
     return (scale_word(first_word + i / 4u) >> (8u * (i % 4u))) & 0xFFu;
 }
 
-// Row `row`, chunk `c` of the [m, k] matrix that starts at chunk `base`, dotted with the x
-// vec4s x_at(x4), x_at(x4 + 1), ...
-fn weight_chunk_dot(base: u32, m: u32, k: u32, row: u32, c: u32, x4: u32) -> f32 {
+// Chunk q (row `row`, chunk `c` of the [m, k] matrix that starts at chunk `base`) dotted with the
+// x vec4s xs of its tile chunk (x_chunk). The caller loads q, so that a lane's loads for all its
+// rows are issued before any of them is decoded.
+fn weight_chunk_dot(q: vec4<u32>, xs: array<vec4<f32>, 8>, base: u32, m: u32, k: u32, row: u32, c: u32) -> f32 {
     let row_chunks = k / (4u * CHUNK_X4);
-    let q = w[base + row * row_chunks + c];
     let scales = 4u * (base + m * row_chunks);
     switch FORMAT {
         case 1u: {
-            return dot(vec4(unpack2x16float(q.x), unpack2x16float(q.y)), x_at(x4))
-                + dot(vec4(unpack2x16float(q.z), unpack2x16float(q.w)), x_at(x4 + 1u));
+            return dot(vec4(unpack2x16float(q.x), unpack2x16float(q.y)), xs[0])
+                + dot(vec4(unpack2x16float(q.z), unpack2x16float(q.w)), xs[1]);
         }
         case 2u: {
             // bf16 is the high half of an f32: element 2j is the low half of word j.
             let even = bitcast<vec4<f32>>(q << vec4(16u));
             let odd = bitcast<vec4<f32>>(q & vec4(0xFFFF0000u));
-            return dot(vec4(even.x, odd.x, even.y, odd.y), x_at(x4))
-                + dot(vec4(even.z, odd.z, even.w, odd.w), x_at(x4 + 1u));
+            return dot(vec4(even.x, odd.x, even.y, odd.y), xs[0])
+                + dot(vec4(even.z, odd.z, even.w, odd.w), xs[1]);
         }
         case 3u: {
-            let s = dot(int8s_of(q.x), x_at(x4)) + dot(int8s_of(q.y), x_at(x4 + 1u))
-                + dot(int8s_of(q.z), x_at(x4 + 2u)) + dot(int8s_of(q.w), x_at(x4 + 3u));
+            let s = int8_word_dot(q.x, xs[0]) + int8_word_dot(q.y, xs[1])
+                + int8_word_dot(q.z, xs[2]) + int8_word_dot(q.w, xs[3]);
             // 16 elements: half of one 1×32 block.
             return s * bitcast<f32>(scale_word(scales + row * ((k + 31u) / 32u) + c / 2u));
         }
         case 4u: {
-            var s = dot(e4m3_word(q.x), x_at(x4)) + dot(e4m3_word(q.y), x_at(x4 + 1u))
-                + dot(e4m3_word(q.z), x_at(x4 + 2u)) + dot(e4m3_word(q.w), x_at(x4 + 3u));
+            var s = dot(e4m3_word(q.x), xs[0]) + dot(e4m3_word(q.y), xs[1])
+                + dot(e4m3_word(q.z), xs[2]) + dot(e4m3_word(q.w), xs[3]);
             // A NaN weight makes the row NaN, as dequantizing it would. (The NaN is built from
             // data so that it is not a constant expression, which WGSL forbids.)
             let nan = e4m3_nan_bytes(q.x) | e4m3_nan_bytes(q.y) | e4m3_nan_bytes(q.z) | e4m3_nan_bytes(q.w);
@@ -132,24 +140,23 @@ fn weight_chunk_dot(base: u32, m: u32, k: u32, row: u32, c: u32, x4: u32) -> f32
         }
         case 5u: {
             // Two 1×16 blocks: words x, y and words z, w; their two E4M3 scales share one word;
-            // 2^14 undoes the f16 placement.
-            let s0 = fp4_word_dot(q.x, x4) + fp4_word_dot(q.y, x4 + 2u);
-            let s1 = fp4_word_dot(q.z, x4 + 4u) + fp4_word_dot(q.w, x4 + 6u);
+            // 2^8 · 2^14 undoes the two f16 placements.
+            let s0 = fp4_word_dot(q.x, xs[0], xs[1]) + fp4_word_dot(q.y, xs[2], xs[3]);
+            let s1 = fp4_word_dot(q.z, xs[4], xs[5]) + fp4_word_dot(q.w, xs[6], xs[7]);
             let block = row * (k / 16u) + 2u * c;
             let pair = scale_word(scales + 1u + block / 4u) >> (8u * (block % 4u));
-            let tensor = bitcast<f32>(scale_word(scales));
-            return s0 * ((e4m3_scale(pair & 0xFFu) * tensor) * 16384.0)
-                + s1 * ((e4m3_scale((pair >> 8u) & 0xFFu) * tensor) * 16384.0);
+            let scale = e4m3_scale_pair(pair) * (bitcast<f32>(scale_word(scales)) * 4194304.0);
+            return s0 * scale.x + s1 * scale.y;
         }
         case 6u: {
-            let s = fp4_word_dot(q.x, x4) + fp4_word_dot(q.y, x4 + 2u)
-                + fp4_word_dot(q.z, x4 + 4u) + fp4_word_dot(q.w, x4 + 6u);
+            let s = fp4_word_dot(q.x, xs[0], xs[1]) + fp4_word_dot(q.y, xs[2], xs[3])
+                + fp4_word_dot(q.z, xs[4], xs[5]) + fp4_word_dot(q.w, xs[6], xs[7]);
             // One 1×32 block; E8M0 code e is 2^(e − 127), the f32 with exponent field e; and
             // 2^14 undoes the f16 placement.
             return s * (bitcast<f32>(scale_byte(scales, row * (k / 32u) + c) << 23u) * 16384.0);
         }
         default: {
-            return dot(bitcast<vec4<f32>>(q), x_at(x4));
+            return dot(bitcast<vec4<f32>>(q), xs[0]);
         }
     }
 }
