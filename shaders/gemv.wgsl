@@ -31,8 +31,9 @@ override LANES: u32 = 32u;
 // The rows are written out one by one (q0..q7, a0..a7) rather than as arrays indexed in a loop:
 // naga clamps every dynamic index into a function-scope array, and the clamped indices kept the
 // arrays in local memory. Written out, the rows past ROWS_PER_LANE are branches on a pipeline
-// constant that the driver removes. (H200, 256 MiB of weights: int8 0.65 → 0.86 of a copy's
-// bandwidth, FP4 0.43 → 0.55; docs/BENCHMARKS.md.)
+// constant that the driver removes. (H200, 256 MiB of weights, together with weights.wgsl's
+// transposed x tile and x_chunk: int8 0.65 → 0.87 of a copy's bandwidth, FP4 0.43 → 0.55;
+// docs/BENCHMARKS.md.)
 override ROWS_PER_LANE: u32 = 1u;
 const WORKGROUP: u32 = 256u;
 // Lane groups in a workgroup: rows per pass over the lane groups.
