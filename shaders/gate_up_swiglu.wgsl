@@ -60,7 +60,6 @@ fn gate_up_swiglu(
     let up = gate + params.up_offset;
     let x_base = params.x_offset + z * params.x_stride;
 
-    let row_chunks = params.k / (4u * CHUNK_X4);
     var acc_gate = 0.0;
     var acc_up = 0.0;
     for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
@@ -72,8 +71,8 @@ fn gate_up_swiglu(
         if (live) {
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
                 let c = t0 / CHUNK_X4 + i;
-                let q_gate = w[gate + row * row_chunks + c];
-                let q_up = w[up + row * row_chunks + c];
+                let q_gate = weight_chunk(gate, params.k, row, c);
+                let q_up = weight_chunk(up, params.k, row, c);
                 let xs = x_chunk(i);
                 acc_gate += weight_chunk_dot(q_gate, xs, gate, params.m, params.k, row, c);
                 acc_up += weight_chunk_dot(q_up, xs, up, params.m, params.k, row, c);

@@ -113,7 +113,6 @@ fn gemv(
     let live = expert < params.experts;
     let matrix = params.w_offset + expert * params.expert_stride;
     let x_base = params.x_offset + z * params.x_stride;
-    let row_chunks = params.k / (4u * CHUNK_X4);
     let m = params.m;
     let k = params.k;
     let r0 = row_of(first, 0u);
@@ -136,16 +135,16 @@ fn gemv(
         if (live) {
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
                 let c = t0 / CHUNK_X4 + i;
-                let q0 = w[matrix + r0 * row_chunks + c];
+                let q0 = weight_chunk(matrix, k, r0, c);
                 var q1 = vec4(0u); var q2 = vec4(0u); var q3 = vec4(0u);
                 var q4 = vec4(0u); var q5 = vec4(0u); var q6 = vec4(0u); var q7 = vec4(0u);
-                if (ROWS_PER_LANE > 1u) { q1 = w[matrix + r1 * row_chunks + c]; }
-                if (ROWS_PER_LANE > 2u) { q2 = w[matrix + r2 * row_chunks + c]; }
-                if (ROWS_PER_LANE > 3u) { q3 = w[matrix + r3 * row_chunks + c]; }
-                if (ROWS_PER_LANE > 4u) { q4 = w[matrix + r4 * row_chunks + c]; }
-                if (ROWS_PER_LANE > 5u) { q5 = w[matrix + r5 * row_chunks + c]; }
-                if (ROWS_PER_LANE > 6u) { q6 = w[matrix + r6 * row_chunks + c]; }
-                if (ROWS_PER_LANE > 7u) { q7 = w[matrix + r7 * row_chunks + c]; }
+                if (ROWS_PER_LANE > 1u) { q1 = weight_chunk(matrix, k, r1, c); }
+                if (ROWS_PER_LANE > 2u) { q2 = weight_chunk(matrix, k, r2, c); }
+                if (ROWS_PER_LANE > 3u) { q3 = weight_chunk(matrix, k, r3, c); }
+                if (ROWS_PER_LANE > 4u) { q4 = weight_chunk(matrix, k, r4, c); }
+                if (ROWS_PER_LANE > 5u) { q5 = weight_chunk(matrix, k, r5, c); }
+                if (ROWS_PER_LANE > 6u) { q6 = weight_chunk(matrix, k, r6, c); }
+                if (ROWS_PER_LANE > 7u) { q7 = weight_chunk(matrix, k, r7, c); }
                 let xs = x_chunk(i);
                 a0 += weight_chunk_dot(q0, xs, matrix, m, k, r0, c);
                 if (ROWS_PER_LANE > 1u) { a1 += weight_chunk_dot(q1, xs, matrix, m, k, r1, c); }

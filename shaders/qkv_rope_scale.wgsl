@@ -57,7 +57,6 @@ fn qkv_rope_scale(
     let k4 = params.k / 4u;
     let x_base = z * params.x_stride;
 
-    let row_chunks = params.k / (4u * CHUNK_X4);
     var acc = 0.0;
     for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
         let tile_len = min(TILE_K4, k4 - t0);
@@ -68,7 +67,7 @@ fn qkv_rope_scale(
         if (row < params.m) {
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
                 let c = t0 / CHUNK_X4 + i;
-                acc += weight_chunk_dot(w[row * row_chunks + c], x_chunk(i), 0u, params.m, params.k, row, c);
+                acc += weight_chunk_dot(weight_chunk(0u, params.k, row, c), x_chunk(i), 0u, params.m, params.k, row, c);
             }
         }
         workgroupBarrier();

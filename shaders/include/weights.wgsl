@@ -103,9 +103,15 @@ fn scale_byte(first_word: u32, i: u32) -> u32 {
     return (scale_word(first_word + i / 4u) >> (8u * (i % 4u))) & 0xFFu;
 }
 
-// Chunk q (row `row`, chunk `c` of the [m, k] matrix that starts at chunk `base`) dotted with the
-// x vec4s xs of its tile chunk (x_chunk). The caller loads q, so that a lane's loads for all its
-// rows are issued before any of them is decoded.
+// Row `row`, chunk `c` of the [m, k] matrix that starts at chunk `base`: K / (4·CHUNK_X4) chunks
+// per row, row-major.
+fn weight_chunk(base: u32, k: u32, row: u32, c: u32) -> vec4<u32> {
+    return w[base + row * (k / (4u * CHUNK_X4)) + c];
+}
+
+// Chunk q = weight_chunk(base, k, row, c) dotted with the x vec4s xs of its tile chunk (x_chunk).
+// The caller loads q, so that a lane's loads for all its rows are issued before any of them is
+// decoded.
 fn weight_chunk_dot(q: vec4<u32>, xs: array<vec4<f32>, 8>, base: u32, m: u32, k: u32, row: u32, c: u32) -> f32 {
     let row_chunks = k / (4u * CHUNK_X4);
     let scales = 4u * (base + m * row_chunks);
