@@ -147,7 +147,9 @@ pub fn error_bound(format: Format, x: f32, s: f32) -> f64 {
         Format::F32 => 0.0,
         Format::F16 => x * 2f64.powi(-11) + 2f64.powi(-25) + (x - 65504.0).max(0.0),
         Format::Bf16 => x * 2f64.powi(-8) + 1e-38,
-        Format::Int8 => 0.5 * s,
+        // Half a step, plus the f32 roundings of x / s (which can move a near-tie to the farther
+        // code: at most 2^-24 of |x|) and of code × s (2^-24 of |y| ≤ |x| + s/2).
+        Format::Int8 => 0.5 * s + (2.0 * x + 0.5 * s) * 2f64.powi(-24),
         // Half a unit in the last place (3 mantissa bits), or half the subnormal quantum.
         Format::Fp8E4m3 => x * 2f64.powi(-4) + s * 2f64.powi(-10),
         // E2M1: relative half-spacing at most 1/4 (between 4 and 6), subnormal half-quantum
