@@ -73,7 +73,7 @@ fn gate_up_swiglu(
                 let c = t0 / CHUNK_X4 + i;
                 let q_gate = weight_chunk(gate, params.k, row, c);
                 let q_up = weight_chunk(up, params.k, row, c);
-                let xs = x_chunk(i);
+                let xs = x_chunk(0u, i);
                 acc_gate += weight_chunk_dot(q_gate, xs, gate, params.m, params.k, row, c);
                 acc_up += weight_chunk_dot(q_up, xs, up, params.m, params.k, row, c);
             }

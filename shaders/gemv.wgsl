@@ -6,9 +6,10 @@
 // One workgroup of 256 invocations computes PASS·ROWS_PER_LANE rows (PASS = 256 / LANES) of one token
 // (grid z = token); LANES lanes share a row and read it as vec4s, so each row is streamed in
 // coalesced runs of LANES·16 bytes (one 16-byte chunk per lane: 4 f32 weights, or 32 FP4 ones).
-// x is staged in workgroup memory one tile of TILE_K4 vec4s at a time (weights.wgsl's layout);
-// a lane reads the x of each chunk once and dots it with that chunk of all its rows. Each lane
-// keeps one partial sum per row; a row's partials are reduced in shared memory.
+// x is staged in workgroup memory one tile of TILE_K4 vec4s at a time (weights.wgsl's layout),
+// double-buffered; a lane reads the x of each chunk once and dots it with that chunk of all its
+// rows, while its next chunks and the next tile of x are in flight. Each lane keeps one partial
+// sum per row; the rows' partials are reduced together in workgroup memory at the end.
 //
 // Layout (GemvParams): W starts at chunk w_offset. Grouped experts (expert_stride > 0): W holds
 // `experts` matrices expert_stride chunks apart, and token z uses the one named by
@@ -32,13 +33,14 @@ override LANES: u32 = 32u;
 // naga clamps every dynamic index into a function-scope array, and the clamped indices kept the
 // arrays in local memory. Written out, the rows past ROWS_PER_LANE are branches on a pipeline
 // constant that the driver removes. (H200, 256 MiB of weights, together with weights.wgsl's
-// transposed x tile and x_chunk: int8 0.65 → 0.87 of a copy's bandwidth, FP4 0.43 → 0.55;
-// docs/BENCHMARKS.md.)
+// transposed x tile and x_chunk: int8 0.65 → 0.87 of a copy's bandwidth, FP4 0.43 → 0.55; the
+// pipelined steps then took int8 to 0.96 and FP4 to 0.59-0.65; docs/BENCHMARKS.md.)
 override ROWS_PER_LANE: u32 = 1u;
 const WORKGROUP: u32 = 256u;
 // Lane groups in a workgroup: rows per pass over the lane groups.
 override PASS: u32 = WORKGROUP / LANES;
-const TILE_K4: u32 = 256u;     // 1024 floats of x per tile
+// 1024 floats of x per tile; equal to WORKGROUP, so that each invocation stages one vec4 of it.
+const TILE_K4: u32 = 256u;
 
 struct GemvParams {
     m: u32,
@@ -65,8 +67,8 @@ struct GemvParams {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;        // [T] rows of M
 @group(0) @binding(4) var<storage, read> route_meta: array<u32>;           // [T] records (grouped)
 
-var<workgroup> x_tile: array<vec4<f32>, TILE_K4>;
-var<workgroup> partial: array<f32, WORKGROUP>;
+// Two x tiles: tile t is read from buffer t % 2 while tile t + 1 is staged into the other.
+var<workgroup> x_tile: array<vec4<f32>, 2 * TILE_K4>;
 
 // Row r of lane group `first`, clamped to the last real row: rows past M load and compute a copy
 // of it, never stored, so that every load is unconditional.
@@ -74,23 +76,12 @@ fn row_of(first: u32, r: u32) -> u32 {
     return min(first + r * PASS, params.m - 1u);
 }
 
-// Sums each lane group's partials of one row and writes the row (rows past M are dropped).
-fn reduce_store(lid: u32, lane: u32, row: u32, z: u32, value: f32) {
-    partial[lid] = value;
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if (lane < stride) {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
+// Writes row `row` of token z (rows past M are dropped).
+fn store_row(row: u32, z: u32, value: f32) {
+    if (row < params.m) {
+        y[params.y_offset + z * params.y_stride + (row / params.seg) * params.seg_stride
+            + row % params.seg] = value;
     }
-    if (lane == 0u && row < params.m) {
-        let out = params.y_offset + z * params.y_stride
-            + (row / params.seg) * params.seg_stride + row % params.seg;
-        y[out] = partial[lid];
-    }
-    // The next row's partials wait until this row's sum is written.
-    workgroupBarrier();
 }
 
 @compute @workgroup_size(256)
@@ -124,28 +115,72 @@ fn gemv(
     let r6 = row_of(first, 6u);
     let r7 = row_of(first, 7u);
 
+    // The work is a pipeline of steps: J per tile, step j decoding chunk i = lane + j·LANES of
+    // every row while the next step's chunks are in flight, and the next tile's x in flight
+    // during the whole tile. A lane so always has loads outstanding while it decodes. An FP4 lane
+    // has one chunk per row per tile (J = 1): without the pipeline every tile paid the x latency,
+    // then the weight latency, then the decode, in series.
+    let row_chunks = k / (4u * CHUNK_X4);
+    let tile_chunks = TILE_K4 / CHUNK_X4;
+    // A K shorter than a tile takes fewer steps: a step is a load latency, and the model's
+    // small projections are made of little else.
+    let J = (min(tile_chunks, row_chunks) + LANES - 1u) / LANES;
+    let tiles = (k4 + TILE_K4 - 1u) / TILE_K4;
+    let x_scales = params.x_scales + z * params.x_stride;
+
+    // Tile 0's x (TILE_K4 = WORKGROUP: one vec4 per invocation) and step 0's weights.
+    if (lid < min(TILE_K4, k4)) {
+        x_tile[x_slot(lid)] = load_x(x_base, x_scales, lid);
+    }
+    let c = min(lane, row_chunks - 1u);
+    var q0 = vec4(0u); var q1 = vec4(0u); var q2 = vec4(0u); var q3 = vec4(0u);
+    var q4 = vec4(0u); var q5 = vec4(0u); var q6 = vec4(0u); var q7 = vec4(0u);
+    if (live) {
+        q0 = weight_chunk(matrix, k, r0, c);
+        if (ROWS_PER_LANE > 1u) { q1 = weight_chunk(matrix, k, r1, c); }
+        if (ROWS_PER_LANE > 2u) { q2 = weight_chunk(matrix, k, r2, c); }
+        if (ROWS_PER_LANE > 3u) { q3 = weight_chunk(matrix, k, r3, c); }
+        if (ROWS_PER_LANE > 4u) { q4 = weight_chunk(matrix, k, r4, c); }
+        if (ROWS_PER_LANE > 5u) { q5 = weight_chunk(matrix, k, r5, c); }
+        if (ROWS_PER_LANE > 6u) { q6 = weight_chunk(matrix, k, r6, c); }
+        if (ROWS_PER_LANE > 7u) { q7 = weight_chunk(matrix, k, r7, c); }
+    }
+    workgroupBarrier();
+
     var a0 = 0.0; var a1 = 0.0; var a2 = 0.0; var a3 = 0.0;
     var a4 = 0.0; var a5 = 0.0; var a6 = 0.0; var a7 = 0.0;
-    for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
-        let tile_len = min(TILE_K4, k4 - t0);
-        for (var i = lid; i < tile_len; i += WORKGROUP) {
-            x_tile[x_slot(i)] = load_x(x_base, params.x_scales + z * params.x_stride, t0 + i);
+    for (var t = 0u; t < tiles; t++) {
+        // The next tile's x, in flight during this tile's steps and stored after them.
+        let next_len = min(TILE_K4, k4 - min(k4, (t + 1u) * TILE_K4));
+        var xr = vec4(0.0);
+        if (lid < next_len) {
+            xr = load_x(x_base, x_scales, (t + 1u) * TILE_K4 + lid);
         }
-        workgroupBarrier();
-        if (live) {
-            for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
-                let c = t0 / CHUNK_X4 + i;
-                let q0 = weight_chunk(matrix, k, r0, c);
-                var q1 = vec4(0u); var q2 = vec4(0u); var q3 = vec4(0u);
-                var q4 = vec4(0u); var q5 = vec4(0u); var q6 = vec4(0u); var q7 = vec4(0u);
-                if (ROWS_PER_LANE > 1u) { q1 = weight_chunk(matrix, k, r1, c); }
-                if (ROWS_PER_LANE > 2u) { q2 = weight_chunk(matrix, k, r2, c); }
-                if (ROWS_PER_LANE > 3u) { q3 = weight_chunk(matrix, k, r3, c); }
-                if (ROWS_PER_LANE > 4u) { q4 = weight_chunk(matrix, k, r4, c); }
-                if (ROWS_PER_LANE > 5u) { q5 = weight_chunk(matrix, k, r5, c); }
-                if (ROWS_PER_LANE > 6u) { q6 = weight_chunk(matrix, k, r6, c); }
-                if (ROWS_PER_LANE > 7u) { q7 = weight_chunk(matrix, k, r7, c); }
-                let xs = x_chunk(i);
+        let tile_len = min(TILE_K4, k4 - t * TILE_K4);
+        for (var j = 0u; j < J; j++) {
+            let i = lane + j * LANES;
+            // The next step's weights: chunk i + LANES of this tile, or after its last step the
+            // next tile's first (clamped into the row past the end and in a tail tile; those
+            // chunks are loaded and never used, so that every load is unconditional).
+            let last_step = j + 1u == J;
+            let next_c = select(t * tile_chunks + i + LANES, (t + 1u) * tile_chunks + lane, last_step);
+            let cn = min(next_c, row_chunks - 1u);
+            var n0 = vec4(0u); var n1 = vec4(0u); var n2 = vec4(0u); var n3 = vec4(0u);
+            var n4 = vec4(0u); var n5 = vec4(0u); var n6 = vec4(0u); var n7 = vec4(0u);
+            if (live && !(last_step && t + 1u == tiles)) {
+                n0 = weight_chunk(matrix, k, r0, cn);
+                if (ROWS_PER_LANE > 1u) { n1 = weight_chunk(matrix, k, r1, cn); }
+                if (ROWS_PER_LANE > 2u) { n2 = weight_chunk(matrix, k, r2, cn); }
+                if (ROWS_PER_LANE > 3u) { n3 = weight_chunk(matrix, k, r3, cn); }
+                if (ROWS_PER_LANE > 4u) { n4 = weight_chunk(matrix, k, r4, cn); }
+                if (ROWS_PER_LANE > 5u) { n5 = weight_chunk(matrix, k, r5, cn); }
+                if (ROWS_PER_LANE > 6u) { n6 = weight_chunk(matrix, k, r6, cn); }
+                if (ROWS_PER_LANE > 7u) { n7 = weight_chunk(matrix, k, r7, cn); }
+            }
+            // This step: chunk i of tile t, if the tile has it.
+            if (live && i < tile_len / CHUNK_X4) {
+                let c = t * tile_chunks + i;
+                let xs = x_chunk((t % 2u) * TILE_K4, i);
                 a0 += weight_chunk_dot(q0, xs, matrix, m, k, r0, c);
                 if (ROWS_PER_LANE > 1u) { a1 += weight_chunk_dot(q1, xs, matrix, m, k, r1, c); }
                 if (ROWS_PER_LANE > 2u) { a2 += weight_chunk_dot(q2, xs, matrix, m, k, r2, c); }
@@ -155,17 +190,43 @@ fn gemv(
                 if (ROWS_PER_LANE > 6u) { a6 += weight_chunk_dot(q6, xs, matrix, m, k, r6, c); }
                 if (ROWS_PER_LANE > 7u) { a7 += weight_chunk_dot(q7, xs, matrix, m, k, r7, c); }
             }
+            q0 = n0; q1 = n1; q2 = n2; q3 = n3; q4 = n4; q5 = n5; q6 = n6; q7 = n7;
         }
-        // Nobody overwrites the tile before every row has read it.
+        // Buffer (t + 1) % 2 was last read in tile t − 1, before the previous barrier.
+        if (lid < next_len) {
+            x_tile[((t + 1u) % 2u) * TILE_K4 + x_slot(lid)] = xr;
+        }
         workgroupBarrier();
     }
 
-    reduce_store(lid, lane, first, z, a0);
-    if (ROWS_PER_LANE > 1u) { reduce_store(lid, lane, first + PASS, z, a1); }
-    if (ROWS_PER_LANE > 2u) { reduce_store(lid, lane, first + 2u * PASS, z, a2); }
-    if (ROWS_PER_LANE > 3u) { reduce_store(lid, lane, first + 3u * PASS, z, a3); }
-    if (ROWS_PER_LANE > 4u) { reduce_store(lid, lane, first + 4u * PASS, z, a4); }
-    if (ROWS_PER_LANE > 5u) { reduce_store(lid, lane, first + 5u * PASS, z, a5); }
-    if (ROWS_PER_LANE > 6u) { reduce_store(lid, lane, first + 6u * PASS, z, a6); }
-    if (ROWS_PER_LANE > 7u) { reduce_store(lid, lane, first + 7u * PASS, z, a7); }
+    // The rows' partial sums, all reduced at once in the x tiles (the last step's barrier has
+    // passed, so nobody reads x any more): a lane's rows 0-3 in x_tile[lid], rows 4-7 in
+    // x_tile[TILE_K4 + lid]. One tree of log2(LANES) barriers for up to 8 rows; a tree per row
+    // cost about a tenth of an FP4 workgroup's time.
+    x_tile[lid] = vec4(a0, a1, a2, a3);
+    if (ROWS_PER_LANE > 4u) {
+        x_tile[TILE_K4 + lid] = vec4(a4, a5, a6, a7);
+    }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        if (lane < stride) {
+            x_tile[lid] += x_tile[lid + stride];
+            if (ROWS_PER_LANE > 4u) {
+                x_tile[TILE_K4 + lid] += x_tile[TILE_K4 + lid + stride];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u) {
+        let lo = x_tile[lid];
+        let hi = x_tile[TILE_K4 + lid];
+        store_row(first, z, lo.x);
+        if (ROWS_PER_LANE > 1u) { store_row(first + PASS, z, lo.y); }
+        if (ROWS_PER_LANE > 2u) { store_row(first + 2u * PASS, z, lo.z); }
+        if (ROWS_PER_LANE > 3u) { store_row(first + 3u * PASS, z, lo.w); }
+        if (ROWS_PER_LANE > 4u) { store_row(first + 4u * PASS, z, hi.x); }
+        if (ROWS_PER_LANE > 5u) { store_row(first + 5u * PASS, z, hi.y); }
+        if (ROWS_PER_LANE > 6u) { store_row(first + 6u * PASS, z, hi.z); }
+        if (ROWS_PER_LANE > 7u) { store_row(first + 7u * PASS, z, hi.w); }
+    }
 }

@@ -1,7 +1,7 @@
 // weights: reading one weight matrix in any of the sandbox's formats, dequantized in registers.
 // Prepended to every kernel that streams weights (gemv, gate_up_swiglu, qkv_rope_scale); those
-// declare `w: array<vec4<u32>>`, `x_tile: array<vec4<f32>, TILE_K4>` and TILE_K4, which the
-// functions here use.
+// declare `w: array<vec4<u32>>`, `x_tile: array<vec4<f32>, N>` (N = TILE_K4, or twice that for
+// double-buffered tiles) and TILE_K4, which the functions here use.
 //
 // The layout is engine::quant::matrix's (documented there once): a matrix is a run of 16-byte
 // chunks, first its codes row-major (K / elements-per-chunk chunks per row, little-endian in each
@@ -32,16 +32,18 @@ fn x_slot(i: u32) -> u32 {
     return (i % CHUNK_X4) * (TILE_K4 / CHUNK_X4) + i / CHUNK_X4;
 }
 
-// The x vec4s of tile chunk i, read once and then used for every row a lane computes. Entries
-// from CHUNK_X4 on repeat the last one and are never used.
-fn x_chunk(i: u32) -> array<vec4<f32>, 8> {
+// The x vec4s of chunk i of the tile that starts at slot `tile` of x_tile (0, or TILE_K4 for a
+// kernel that double-buffers its tiles), read once and then used for every row a lane computes.
+// Entries from CHUNK_X4 on repeat the last one and are never used.
+fn x_chunk(tile: u32, i: u32) -> array<vec4<f32>, 8> {
     let n = TILE_K4 / CHUNK_X4;
     let last = CHUNK_X4 - 1u;
+    let b = tile + i;
     return array<vec4<f32>, 8>(
-        x_tile[i], x_tile[min(1u, last) * n + i], x_tile[min(2u, last) * n + i],
-        x_tile[min(3u, last) * n + i], x_tile[min(4u, last) * n + i],
-        x_tile[min(5u, last) * n + i], x_tile[min(6u, last) * n + i],
-        x_tile[min(7u, last) * n + i]);
+        x_tile[b], x_tile[b + min(1u, last) * n], x_tile[b + min(2u, last) * n],
+        x_tile[b + min(3u, last) * n], x_tile[b + min(4u, last) * n],
+        x_tile[b + min(5u, last) * n], x_tile[b + min(6u, last) * n],
+        x_tile[b + min(7u, last) * n]);
 }
 
 // x as FP8 dispatch records (engine::quant::activation): E4M3 codes, 4 per word, from vec4
@@ -69,14 +71,23 @@ fn load_x(codes: u32, scales: u32, j: u32) -> vec4<f32> {
 // scale), subnormal codes included, since f16's own subnormals are exact.
 
 // Σ of the 8 E2M1 elements of `word` (× 2^-14) times xa (elements 0-3) and xb (4-7). Element e is
-// nibble e (s.ee.m); elements e and e + 4 become one f16 pair s.000ee.m000000000 by shifting
-// the word so that nibble e's magnitude lands on bits 9-11 and its sign on bit 15.
+// nibble e (s.ee.m). The even nibbles (elements 0, 2, 4, 6) go to the low halves of the bytes of
+// `lo`, the odd ones to those of `hi`; there each sign moves from bit 3 to bit 6 (n + 7·(n & 8)
+// = n + 56·s, a multiply-add, which NVIDIA runs on its float pipe). A byte 0s000eem then
+// becomes an f16 s.000ee.m000000000 with one shift and one mask: bytes 0 and 2 shifted by 9,
+// bytes 1 and 3 by 1, so each pair is elements (e, e + 4). About three integer operations per
+// pair where moving sign and magnitude separately took four; on the H200 integer operations
+// issue at half the rate of float ones, and this decode ran 4% faster (docs/BENCHMARKS.md).
 fn fp4_word_dot(word: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
-    let p0 = unpack2x16float(((word << 9u) & 0x0E000E00u) | ((word << 12u) & 0x80008000u));
-    let p1 = unpack2x16float(((word << 5u) & 0x0E000E00u) | ((word << 8u) & 0x80008000u));
-    let p2 = unpack2x16float(((word << 1u) & 0x0E000E00u) | ((word << 4u) & 0x80008000u));
-    let p3 = unpack2x16float(((word >> 3u) & 0x0E000E00u) | (word & 0x80008000u));
-    return dot(vec4(p0.x, p1.x, p2.x, p3.x), xa) + dot(vec4(p0.y, p1.y, p2.y, p3.y), xb);
+    let lo = word & 0x0F0F0F0Fu;
+    let hi = (word >> 4u) & 0x0F0F0F0Fu;
+    let l = lo + 7u * (lo & 0x08080808u);
+    let h = hi + 7u * (hi & 0x08080808u);
+    let p04 = unpack2x16float((l << 9u) & 0x8E008E00u);
+    let p26 = unpack2x16float((l << 1u) & 0x8E008E00u);
+    let p15 = unpack2x16float((h << 9u) & 0x8E008E00u);
+    let p37 = unpack2x16float((h << 1u) & 0x8E008E00u);
+    return dot(vec4(p04.x, p15.x, p26.x, p37.x), xa) + dot(vec4(p04.y, p15.y, p26.y, p37.y), xb);
 }
 
 // The four int8s of `word` (element order) dotted with xa. Byte b ^ 0x80 = b + 128 in the

@@ -58,54 +58,62 @@ fn within(got: &[f32], want: &[f32], scale: &[f64], extra: &[f64], tol: Toleranc
 fn gemv_reads_every_format_exactly_and_within_its_error() {
     let Some(ctx) = gpu() else { return };
     // 200 rows: a full and a partial 128-row FP8 block; 160 columns: a partial 128-column block,
-    // five 1×32 blocks, ten 1×16 blocks. Three tokens (grid z), two lane counts.
-    let (m, k, t) = (200usize, 160usize, 3usize);
-    let w = weights(31, m, k);
-    let x = uniform_f32(32, t * k, 1.0);
-    let x_buf = storage_buffer(&ctx, "x", &x).unwrap();
-    for format in Format::ALL {
-        let packed = matrix::encode(format, &w, m, k).unwrap();
-        let w_buf = storage_buffer(&ctx, "w", &packed).unwrap();
-        let deq = dequantize(&quantize(format, &w, m, k));
-        for lanes in [32, 256] {
-            let shape = GemvShape {
-                lanes,
-                ..GemvShape::new(m as u32, k as u32).with_format(format)
-            };
-            let y_buf = storage_buffer(&ctx, "y", &vec![f32::NAN; t * m]).unwrap();
-            let got = run(&ctx, &y_buf, |pass| {
-                let layout = GemvLayout::rows(shape, t as u32);
-                gemv::dispatch_layout(&ctx, pass, [&w_buf, &x_buf, &y_buf, &x_buf], shape, layout)
+    // five 1×32 blocks, ten 1×16 blocks. 2080 columns: two whole 1024-element x tiles and a tail
+    // of 32 (one FP4 chunk), so the pipeline crosses tiles. Three tokens (grid z), two lane counts.
+    for (m, k, t) in [(200usize, 160usize, 3usize), (70, 2080, 3)] {
+        let w = weights(31, m, k);
+        let x = uniform_f32(32, t * k, 1.0);
+        let x_buf = storage_buffer(&ctx, "x", &x).unwrap();
+        for format in Format::ALL {
+            let packed = matrix::encode(format, &w, m, k).unwrap();
+            let w_buf = storage_buffer(&ctx, "w", &packed).unwrap();
+            let deq = dequantize(&quantize(format, &w, m, k));
+            for lanes in [32, 256] {
+                let shape = GemvShape {
+                    lanes,
+                    ..GemvShape::new(m as u32, k as u32).with_format(format)
+                };
+                let y_buf = storage_buffer(&ctx, "y", &vec![f32::NAN; t * m]).unwrap();
+                let got = run(&ctx, &y_buf, |pass| {
+                    let layout = GemvLayout::rows(shape, t as u32);
+                    gemv::dispatch_layout(
+                        &ctx,
+                        pass,
+                        [&w_buf, &x_buf, &y_buf, &x_buf],
+                        shape,
+                        layout,
+                    )
                     .unwrap();
-            });
-            let tol = tolerances::gemv_quantized(format, k, lanes);
-            for tok in 0..t {
-                let xt = &x[tok * k..(tok + 1) * k];
-                let got = &got[tok * m..(tok + 1) * m];
-                let exact = compare_scaled(
-                    got,
-                    &reference::gemv(&deq, xt, m, k),
-                    &reference::gemv_magnitude(&deq, xt, m, k),
-                    tol,
-                );
-                let what = format!("{} lanes {lanes} token {tok}", format.name());
-                assert!(
-                    exact.passed(),
-                    "{}",
-                    exact.describe(&format!("{what} vs dequantized"))
-                );
-                let lossy = within(
-                    got,
-                    &reference::gemv(&w, xt, m, k),
-                    &reference::gemv_magnitude(&deq, xt, m, k),
-                    &quantization_bound(format, &w, xt, m, k),
-                    tol,
-                );
-                assert!(
-                    lossy.passed(),
-                    "{}",
-                    lossy.describe(&format!("{what} vs f32"))
-                );
+                });
+                let tol = tolerances::gemv_quantized(format, k, lanes);
+                for tok in 0..t {
+                    let xt = &x[tok * k..(tok + 1) * k];
+                    let got = &got[tok * m..(tok + 1) * m];
+                    let exact = compare_scaled(
+                        got,
+                        &reference::gemv(&deq, xt, m, k),
+                        &reference::gemv_magnitude(&deq, xt, m, k),
+                        tol,
+                    );
+                    let what = format!("{} {m}x{k} lanes {lanes} token {tok}", format.name());
+                    assert!(
+                        exact.passed(),
+                        "{}",
+                        exact.describe(&format!("{what} vs dequantized"))
+                    );
+                    let lossy = within(
+                        got,
+                        &reference::gemv(&w, xt, m, k),
+                        &reference::gemv_magnitude(&deq, xt, m, k),
+                        &quantization_bound(format, &w, xt, m, k),
+                        tol,
+                    );
+                    assert!(
+                        lossy.passed(),
+                        "{}",
+                        lossy.describe(&format!("{what} vs f32"))
+                    );
+                }
             }
         }
     }
@@ -302,33 +310,38 @@ fn a_nan_fp8_weight_makes_its_row_nan_as_dequantizing_does() {
     assert!(got[1].is_nan());
 }
 
-/// Large matrices of 8- and 4-bit weights run with several rows per lane group
-/// (`gemv::rows_per_lane`): the same results, the last group partial.
+/// Large matrices run with several rows per lane group (`gemv::rows_per_lane`): the same
+/// results, the last group partial. K = 1056 is a whole x tile and a tail of one FP4 chunk, so the
+/// pipelined loads cross a tile with every row in flight (f32 takes K = 288, one partial tile, to
+/// stay within one storage binding on lavapipe).
 #[test]
-fn grouped_rows_on_large_narrow_matrices() {
+fn grouped_rows_on_large_matrices() {
     let Some(ctx) = gpu() else { return };
-    let (m, k) = (32_768 + 37, 64usize);
-    let w = weights(90, m, k);
-    let x = uniform_f32(91, k, 1.0);
-    let x_buf = storage_buffer(&ctx, "x", &x).unwrap();
-    for (format, rows) in [
-        (Format::Int8, 4),
-        (Format::Fp8E4m3, 4),
-        (Format::Nvfp4, 8),
-        (Format::Mxfp4, 8),
+    let m = 32_768 + 37;
+    let wide = (weights(90, m, 1056), uniform_f32(91, 1056, 1.0));
+    let narrow = (weights(92, m, 288), uniform_f32(93, 288, 1.0));
+    for (format, rows, (w, x)) in [
+        (Format::F32, 4, &narrow),
+        (Format::Bf16, 4, &wide),
+        (Format::Int8, 4, &wide),
+        (Format::Fp8E4m3, 4, &wide),
+        (Format::Nvfp4, 8, &wide),
+        (Format::Mxfp4, 8, &wide),
     ] {
+        let k = x.len();
+        let x_buf = storage_buffer(&ctx, "x", x).unwrap();
         let shape = GemvShape::new(m as u32, k as u32).with_format(format);
         assert_eq!(gemv::rows_per_lane(shape), rows, "{format:?}");
-        let w_buf = storage_buffer(&ctx, "w", &matrix::encode(format, &w, m, k).unwrap()).unwrap();
+        let w_buf = storage_buffer(&ctx, "w", &matrix::encode(format, w, m, k).unwrap()).unwrap();
         let y_buf = storage_buffer(&ctx, "y", &vec![f32::NAN; m]).unwrap();
         let got = run(&ctx, &y_buf, |pass| {
             gemv::dispatch(&ctx, pass, &w_buf, &x_buf, &y_buf, shape).unwrap();
         });
-        let deq = dequantize(&quantize(format, &w, m, k));
+        let deq = dequantize(&quantize(format, w, m, k));
         let c = compare_scaled(
             &got,
-            &reference::gemv(&deq, &x, m, k),
-            &reference::gemv_magnitude(&deq, &x, m, k),
+            &reference::gemv(&deq, x, m, k),
+            &reference::gemv_magnitude(&deq, x, m, k),
             tolerances::gemv_quantized(format, k, shape.lanes),
         );
         assert!(c.passed(), "{}", c.describe(format.name()));

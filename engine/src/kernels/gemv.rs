@@ -193,15 +193,16 @@ pub(crate) struct GemvKernel {
 /// GPU several times over.
 const MIN_WORKGROUPS: u64 = 512;
 
-/// Rows each lane group computes. 32- and 16-bit weights: 1 (the tile already gives each lane 4
-/// to 8 chunks of its row). 8- and 4-bit weights: up to 4 and 8, which would otherwise get 2 and
-/// 1 chunk per tile, but only while the launch keeps `MIN_WORKGROUPS`: the model's small
-/// matrices need the workgroups more than the loads in flight.
+/// Rows each lane group computes: up to 4 for 32-, 16- and 8-bit weights and 8 for 4-bit ones,
+/// but only while the launch keeps `MIN_WORKGROUPS`: the model's small matrices need the
+/// workgroups more than the loads in flight. gemv.wgsl loads each row's next chunk while it
+/// decodes the current one, so a lane has two chunks of every row in flight; FP4, whose
+/// 1024-element tile gives a lane a single chunk of each row, needs the most rows. (H200,
+/// 256 MiB of f32 weights: 1 row per lane group streamed 0.96 of a copy's bandwidth, 4 rows 1.18.)
 pub fn rows_per_lane(shape: GemvShape) -> u32 {
     let most = match matrix::code_bits(shape.format) {
-        8 => 4,
         4 => 8,
-        _ => 1,
+        _ => 4,
     };
     let pass = u64::from(WORKGROUP / shape.lanes);
     let mut r = most;
@@ -375,13 +376,13 @@ pub fn bytes_moved(shape: GemvShape) -> u64 {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn narrow_formats_group_rows_only_on_large_matrices() {
+    fn rows_are_grouped_only_on_large_matrices() {
         use super::{rows_per_lane, GemvShape};
         use crate::quant::Format;
         let big = GemvShape::new(58_112, 8192);
         assert_eq!(rows_per_lane(big.with_format(Format::Nvfp4)), 8);
         assert_eq!(rows_per_lane(big.with_format(Format::Int8)), 4);
-        assert_eq!(rows_per_lane(big), 1);
+        assert_eq!(rows_per_lane(big), 4);
         // deepseek-mini's largest projection keeps one row per lane group.
         assert_eq!(
             rows_per_lane(GemvShape::new(768, 256).with_format(Format::Nvfp4)),
