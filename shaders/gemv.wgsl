@@ -76,6 +76,25 @@ fn row_of(first: u32, r: u32) -> u32 {
     return min(first + r * PASS, params.m - 1u);
 }
 
+// Chunk c of each of a lane group's rows, r0 to r7 (those past ROWS_PER_LANE stay zero).
+struct RowChunks {
+    q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>,
+    q4: vec4<u32>, q5: vec4<u32>, q6: vec4<u32>, q7: vec4<u32>,
+}
+
+fn load_rows(matrix: u32, k: u32, first: u32, c: u32) -> RowChunks {
+    var q: RowChunks;
+    q.q0 = weight_chunk(matrix, k, row_of(first, 0u), c);
+    if (ROWS_PER_LANE > 1u) { q.q1 = weight_chunk(matrix, k, row_of(first, 1u), c); }
+    if (ROWS_PER_LANE > 2u) { q.q2 = weight_chunk(matrix, k, row_of(first, 2u), c); }
+    if (ROWS_PER_LANE > 3u) { q.q3 = weight_chunk(matrix, k, row_of(first, 3u), c); }
+    if (ROWS_PER_LANE > 4u) { q.q4 = weight_chunk(matrix, k, row_of(first, 4u), c); }
+    if (ROWS_PER_LANE > 5u) { q.q5 = weight_chunk(matrix, k, row_of(first, 5u), c); }
+    if (ROWS_PER_LANE > 6u) { q.q6 = weight_chunk(matrix, k, row_of(first, 6u), c); }
+    if (ROWS_PER_LANE > 7u) { q.q7 = weight_chunk(matrix, k, row_of(first, 7u), c); }
+    return q;
+}
+
 // Writes row `row` of token z (rows past M are dropped).
 fn store_row(row: u32, z: u32, value: f32) {
     if (row < params.m) {
@@ -132,18 +151,9 @@ fn gemv(
     if (lid < min(TILE_K4, k4)) {
         x_tile[x_slot(lid)] = load_x(x_base, x_scales, lid);
     }
-    let c = min(lane, row_chunks - 1u);
-    var q0 = vec4(0u); var q1 = vec4(0u); var q2 = vec4(0u); var q3 = vec4(0u);
-    var q4 = vec4(0u); var q5 = vec4(0u); var q6 = vec4(0u); var q7 = vec4(0u);
+    var q: RowChunks;
     if (live) {
-        q0 = weight_chunk(matrix, k, r0, c);
-        if (ROWS_PER_LANE > 1u) { q1 = weight_chunk(matrix, k, r1, c); }
-        if (ROWS_PER_LANE > 2u) { q2 = weight_chunk(matrix, k, r2, c); }
-        if (ROWS_PER_LANE > 3u) { q3 = weight_chunk(matrix, k, r3, c); }
-        if (ROWS_PER_LANE > 4u) { q4 = weight_chunk(matrix, k, r4, c); }
-        if (ROWS_PER_LANE > 5u) { q5 = weight_chunk(matrix, k, r5, c); }
-        if (ROWS_PER_LANE > 6u) { q6 = weight_chunk(matrix, k, r6, c); }
-        if (ROWS_PER_LANE > 7u) { q7 = weight_chunk(matrix, k, r7, c); }
+        q = load_rows(matrix, k, first, min(lane, row_chunks - 1u));
     }
     workgroupBarrier();
 
@@ -165,32 +175,24 @@ fn gemv(
             let last_step = j + 1u == J;
             let next_c = select(t * tile_chunks + i + LANES, (t + 1u) * tile_chunks + lane, last_step);
             let cn = min(next_c, row_chunks - 1u);
-            var n0 = vec4(0u); var n1 = vec4(0u); var n2 = vec4(0u); var n3 = vec4(0u);
-            var n4 = vec4(0u); var n5 = vec4(0u); var n6 = vec4(0u); var n7 = vec4(0u);
+            var next: RowChunks;
             if (live && !(last_step && t + 1u == tiles)) {
-                n0 = weight_chunk(matrix, k, r0, cn);
-                if (ROWS_PER_LANE > 1u) { n1 = weight_chunk(matrix, k, r1, cn); }
-                if (ROWS_PER_LANE > 2u) { n2 = weight_chunk(matrix, k, r2, cn); }
-                if (ROWS_PER_LANE > 3u) { n3 = weight_chunk(matrix, k, r3, cn); }
-                if (ROWS_PER_LANE > 4u) { n4 = weight_chunk(matrix, k, r4, cn); }
-                if (ROWS_PER_LANE > 5u) { n5 = weight_chunk(matrix, k, r5, cn); }
-                if (ROWS_PER_LANE > 6u) { n6 = weight_chunk(matrix, k, r6, cn); }
-                if (ROWS_PER_LANE > 7u) { n7 = weight_chunk(matrix, k, r7, cn); }
+                next = load_rows(matrix, k, first, cn);
             }
             // This step: chunk i of tile t, if the tile has it.
             if (live && i < tile_len / CHUNK_X4) {
                 let c = t * tile_chunks + i;
                 let xs = x_chunk((t % 2u) * TILE_K4, i);
-                a0 += weight_chunk_dot(q0, xs, matrix, m, k, r0, c);
-                if (ROWS_PER_LANE > 1u) { a1 += weight_chunk_dot(q1, xs, matrix, m, k, r1, c); }
-                if (ROWS_PER_LANE > 2u) { a2 += weight_chunk_dot(q2, xs, matrix, m, k, r2, c); }
-                if (ROWS_PER_LANE > 3u) { a3 += weight_chunk_dot(q3, xs, matrix, m, k, r3, c); }
-                if (ROWS_PER_LANE > 4u) { a4 += weight_chunk_dot(q4, xs, matrix, m, k, r4, c); }
-                if (ROWS_PER_LANE > 5u) { a5 += weight_chunk_dot(q5, xs, matrix, m, k, r5, c); }
-                if (ROWS_PER_LANE > 6u) { a6 += weight_chunk_dot(q6, xs, matrix, m, k, r6, c); }
-                if (ROWS_PER_LANE > 7u) { a7 += weight_chunk_dot(q7, xs, matrix, m, k, r7, c); }
+                a0 += weight_chunk_dot(q.q0, xs, matrix, m, k, r0, c);
+                if (ROWS_PER_LANE > 1u) { a1 += weight_chunk_dot(q.q1, xs, matrix, m, k, r1, c); }
+                if (ROWS_PER_LANE > 2u) { a2 += weight_chunk_dot(q.q2, xs, matrix, m, k, r2, c); }
+                if (ROWS_PER_LANE > 3u) { a3 += weight_chunk_dot(q.q3, xs, matrix, m, k, r3, c); }
+                if (ROWS_PER_LANE > 4u) { a4 += weight_chunk_dot(q.q4, xs, matrix, m, k, r4, c); }
+                if (ROWS_PER_LANE > 5u) { a5 += weight_chunk_dot(q.q5, xs, matrix, m, k, r5, c); }
+                if (ROWS_PER_LANE > 6u) { a6 += weight_chunk_dot(q.q6, xs, matrix, m, k, r6, c); }
+                if (ROWS_PER_LANE > 7u) { a7 += weight_chunk_dot(q.q7, xs, matrix, m, k, r7, c); }
             }
-            q0 = n0; q1 = n1; q2 = n2; q3 = n3; q4 = n4; q5 = n5; q6 = n6; q7 = n7;
+            q = next;
         }
         // Buffer (t + 1) % 2 was last read in tile t − 1, before the previous barrier.
         if (lid < next_len) {
