@@ -58,11 +58,11 @@ fn gemv(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
                 u4 = (u4 << 3u) ^ (u4 >> 5u); u5 = (u5 << 3u) ^ (u5 >> 5u);
                 u6 = (u6 << 3u) ^ (u6 >> 5u); u7 = (u7 << 3u) ^ (u7 >> 5u);
             }
-            case 3u: { // 8 fp4_word_dot (64 elements) + 8 lcg
-                f0 += fp4_word_dot(u0, xa, xb); f1 += fp4_word_dot(u1, xa, xb);
-                f2 += fp4_word_dot(u2, xa, xb); f3 += fp4_word_dot(u3, xa, xb);
-                f4 += fp4_word_dot(u4, xa, xb); f5 += fp4_word_dot(u5, xa, xb);
-                f6 += fp4_word_dot(u6, xa, xb); f7 += fp4_word_dot(u7, xa, xb);
+            case 3u: { // 8 fp4_word_fma (64 elements) + 8 lcg
+                f0 = fp4_word_fma(u0, xa, xb, f0); f1 = fp4_word_fma(u1, xa, xb, f1);
+                f2 = fp4_word_fma(u2, xa, xb, f2); f3 = fp4_word_fma(u3, xa, xb, f3);
+                f4 = fp4_word_fma(u4, xa, xb, f4); f5 = fp4_word_fma(u5, xa, xb, f5);
+                f6 = fp4_word_fma(u6, xa, xb, f6); f7 = fp4_word_fma(u7, xa, xb, f7);
                 u0 = lcg(u0); u1 = lcg(u1); u2 = lcg(u2); u3 = lcg(u3);
                 u4 = lcg(u4); u5 = lcg(u5); u6 = lcg(u6); u7 = lcg(u7);
             }

@@ -70,15 +70,18 @@ fn load_x(codes: u32, scales: u32, j: u32) -> vec4<f32> {
 // code's value times a power of two (2^-8 for E4M3, 2^-14 for E2M1, folded into the block
 // scale), subnormal codes included, since f16's own subnormals are exact.
 
-// Σ of the 8 E2M1 elements of `word` (× 2^-14) times xa (elements 0-3) and xb (4-7). Element e is
+// acc + Σ of the 8 E2M1 elements of `word` (× 2^-14) times xa (elements 0-3) and xb (4-7), as one
+// chain of FMAs that a chunk's words continue: FP4's gemv is bound by its arithmetic, and two
+// dot()s and an add per word made MXFP4's 4% slower on the H200. Element e is
 // nibble e (s.ee.m). The even nibbles (elements 0, 2, 4, 6) go to the low halves of the bytes of
 // `lo`, the odd ones to those of `hi`; there each sign moves from bit 3 to bit 6 (n + 7·(n & 8)
 // = n + 56·s, a multiply-add, which NVIDIA runs on its float pipe). A byte 0s000eem then
 // becomes an f16 s.000ee.m000000000 with one shift and one mask: bytes 0 and 2 shifted by 9,
 // bytes 1 and 3 by 1, so each pair is elements (e, e + 4). About three integer operations per
 // pair where moving sign and magnitude separately took four; on the H200 integer operations
-// issue at half the rate of float ones, and this decode ran 4% faster (docs/BENCHMARKS.md).
-fn fp4_word_dot(word: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+// issue at half the rate of float ones, and the byte split made the decode 4% faster
+// (docs/BENCHMARKS.md, "The pipelined gemv").
+fn fp4_word_fma(word: u32, xa: vec4<f32>, xb: vec4<f32>, acc: f32) -> f32 {
     let lo = word & 0x0F0F0F0Fu;
     let hi = (word >> 4u) & 0x0F0F0F0Fu;
     let l = lo + 7u * (lo & 0x08080808u);
@@ -87,7 +90,14 @@ fn fp4_word_dot(word: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
     let p26 = unpack2x16float((l << 1u) & 0x8E008E00u);
     let p15 = unpack2x16float((h << 9u) & 0x8E008E00u);
     let p37 = unpack2x16float((h << 1u) & 0x8E008E00u);
-    return dot(vec4(p04.x, p15.x, p26.x, p37.x), xa) + dot(vec4(p04.y, p15.y, p26.y, p37.y), xb);
+    var s = fma(p04.x, xa.x, acc);
+    s = fma(p15.x, xa.y, s);
+    s = fma(p26.x, xa.z, s);
+    s = fma(p37.x, xa.w, s);
+    s = fma(p04.y, xb.x, s);
+    s = fma(p15.y, xb.y, s);
+    s = fma(p26.y, xb.z, s);
+    return fma(p37.y, xb.w, s);
 }
 
 // The four int8s of `word` (element order) dotted with xa. Byte b ^ 0x80 = b + 128 in the
@@ -158,16 +168,16 @@ fn weight_chunk_dot(q: vec4<u32>, xs: array<vec4<f32>, 8>, base: u32, m: u32, k:
         case 5u: {
             // Two 1×16 blocks: words x, y and words z, w; their two E4M3 scales share one word;
             // 2^8 · 2^14 undoes the two f16 placements.
-            let s0 = fp4_word_dot(q.x, xs[0], xs[1]) + fp4_word_dot(q.y, xs[2], xs[3]);
-            let s1 = fp4_word_dot(q.z, xs[4], xs[5]) + fp4_word_dot(q.w, xs[6], xs[7]);
+            let s0 = fp4_word_fma(q.y, xs[2], xs[3], fp4_word_fma(q.x, xs[0], xs[1], 0.0));
+            let s1 = fp4_word_fma(q.w, xs[6], xs[7], fp4_word_fma(q.z, xs[4], xs[5], 0.0));
             let block = row * (k / 16u) + 2u * c;
             let pair = scale_word(scales + 1u + block / 4u) >> (8u * (block % 4u));
             let scale = e4m3_scale_pair(pair) * (bitcast<f32>(scale_word(scales)) * 4194304.0);
             return s0 * scale.x + s1 * scale.y;
         }
         case 6u: {
-            let s = fp4_word_dot(q.x, xs[0], xs[1]) + fp4_word_dot(q.y, xs[2], xs[3])
-                + fp4_word_dot(q.z, xs[4], xs[5]) + fp4_word_dot(q.w, xs[6], xs[7]);
+            let s = fp4_word_fma(q.w, xs[6], xs[7], fp4_word_fma(q.z, xs[4], xs[5],
+                fp4_word_fma(q.y, xs[2], xs[3], fp4_word_fma(q.x, xs[0], xs[1], 0.0))));
             // One 1×32 block; E8M0 code e is 2^(e − 127), the f32 with exponent field e; and
             // 2^14 undoes the f16 placement.
             return s * (bitcast<f32>(scale_byte(scales, row * (k / 32u) + c) << 23u) * 16384.0);
