@@ -95,6 +95,11 @@ fn load_rows(matrix: u32, k: u32, first: u32, c: u32) -> RowChunks {
     return q;
 }
 
+// Chunk c of row r of the lane group, loaded as q, dotted with its x.
+fn row_dot(q: vec4<u32>, xs: array<vec4<f32>, 8>, matrix: u32, first: u32, r: u32, c: u32) -> f32 {
+    return weight_chunk_dot(q, xs, matrix, params.m, params.k, row_of(first, r), c);
+}
+
 // Writes row `row` of token z (rows past M are dropped).
 fn store_row(row: u32, z: u32, value: f32) {
     if (row < params.m) {
@@ -123,16 +128,7 @@ fn gemv(
     let live = expert < params.experts;
     let matrix = params.w_offset + expert * params.expert_stride;
     let x_base = params.x_offset + z * params.x_stride;
-    let m = params.m;
     let k = params.k;
-    let r0 = row_of(first, 0u);
-    let r1 = row_of(first, 1u);
-    let r2 = row_of(first, 2u);
-    let r3 = row_of(first, 3u);
-    let r4 = row_of(first, 4u);
-    let r5 = row_of(first, 5u);
-    let r6 = row_of(first, 6u);
-    let r7 = row_of(first, 7u);
 
     // The work is a pipeline of steps: J per tile, step j decoding chunk i = lane + j·LANES of
     // every row while the next step's chunks are in flight, and the next tile's x in flight
@@ -183,14 +179,14 @@ fn gemv(
             if (live && i < tile_len / CHUNK_X4) {
                 let c = t * tile_chunks + i;
                 let xs = x_chunk((t % 2u) * TILE_K4, i);
-                a0 += weight_chunk_dot(q.q0, xs, matrix, m, k, r0, c);
-                if (ROWS_PER_LANE > 1u) { a1 += weight_chunk_dot(q.q1, xs, matrix, m, k, r1, c); }
-                if (ROWS_PER_LANE > 2u) { a2 += weight_chunk_dot(q.q2, xs, matrix, m, k, r2, c); }
-                if (ROWS_PER_LANE > 3u) { a3 += weight_chunk_dot(q.q3, xs, matrix, m, k, r3, c); }
-                if (ROWS_PER_LANE > 4u) { a4 += weight_chunk_dot(q.q4, xs, matrix, m, k, r4, c); }
-                if (ROWS_PER_LANE > 5u) { a5 += weight_chunk_dot(q.q5, xs, matrix, m, k, r5, c); }
-                if (ROWS_PER_LANE > 6u) { a6 += weight_chunk_dot(q.q6, xs, matrix, m, k, r6, c); }
-                if (ROWS_PER_LANE > 7u) { a7 += weight_chunk_dot(q.q7, xs, matrix, m, k, r7, c); }
+                a0 += row_dot(q.q0, xs, matrix, first, 0u, c);
+                if (ROWS_PER_LANE > 1u) { a1 += row_dot(q.q1, xs, matrix, first, 1u, c); }
+                if (ROWS_PER_LANE > 2u) { a2 += row_dot(q.q2, xs, matrix, first, 2u, c); }
+                if (ROWS_PER_LANE > 3u) { a3 += row_dot(q.q3, xs, matrix, first, 3u, c); }
+                if (ROWS_PER_LANE > 4u) { a4 += row_dot(q.q4, xs, matrix, first, 4u, c); }
+                if (ROWS_PER_LANE > 5u) { a5 += row_dot(q.q5, xs, matrix, first, 5u, c); }
+                if (ROWS_PER_LANE > 6u) { a6 += row_dot(q.q6, xs, matrix, first, 6u, c); }
+                if (ROWS_PER_LANE > 7u) { a7 += row_dot(q.q7, xs, matrix, first, 7u, c); }
             }
             q = next;
         }
