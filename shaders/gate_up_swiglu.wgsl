@@ -71,16 +71,19 @@ fn gate_up_swiglu(
         if (live) {
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
                 let c = t0 / CHUNK_X4 + i;
-                let q_gate = weight_chunk(gate, params.k, row, c);
-                let q_up = weight_chunk(up, params.k, row, c);
-                let xs = x_chunk(0u, i);
-                acc_gate += weight_chunk_dot(q_gate, xs, gate, params.m, params.k, row, c);
-                acc_up += weight_chunk_dot(q_up, xs, up, params.m, params.k, row, c);
+                let q_gate = weight_chunk(gate, params.m, params.k, row, c);
+                let q_up = weight_chunk(up, params.m, params.k, row, c);
+                acc_gate += weight_chunk_dot(q_gate, 0u, i);
+                acc_up += weight_chunk_dot(q_up, 0u, i);
             }
         }
         workgroupBarrier();
     }
 
+    if (live) {
+        acc_gate *= matrix_factor(gate, params.m, params.k);
+        acc_up *= matrix_factor(up, params.m, params.k);
+    }
     partial_gate[lid] = acc_gate;
     partial_up[lid] = acc_up;
     workgroupBarrier();

@@ -7,9 +7,10 @@
 // (grid z = token); LANES lanes share a row and read it as vec4s, so each row is streamed in
 // coalesced runs of LANES·16 bytes (one 16-byte chunk per lane: 4 f32 weights, or 32 FP4 ones).
 // x is staged in workgroup memory one tile of TILE_K4 vec4s at a time (weights.wgsl's layout),
-// double-buffered; a lane reads the x of each chunk once and dots it with that chunk of all its
-// rows, while its next chunks and the next tile of x are in flight. Each lane keeps one partial
-// sum per row; the rows' partials are reduced together in workgroup memory at the end.
+// double-buffered; a lane reads the x of each chunk part by part (weights.wgsl's PARTS), once for
+// all its rows, while its next chunks (codes and block scales) and the next tile of x are in
+// flight. Each lane keeps one partial sum per row; the rows' partials are reduced together in
+// workgroup memory at the end, then scaled by the matrix's factor.
 //
 // Layout (GemvParams): W starts at chunk w_offset. Grouped experts (expert_stride > 0): W holds
 // `experts` matrices expert_stride chunks apart, and token z uses the one named by
@@ -21,20 +22,22 @@
 // LANES (override; a power of two from 32 to 256, default 32) trades x reuse (more rows per
 // workgroup) against the address range that resident workgroups stream at once (fewer rows).
 //
-// Constraints: K a multiple of a chunk's elements (4 for f32, 32 for FP4), M ≥ 1. The grid is 2D over rows (see kernels::grid_2d):
-// the workgroup index is wg.x + wg.y · num_workgroups.x, and rows past M are skipped.
+// Constraints: K a multiple of a chunk's elements (4 for f32, 32 for FP4), M ≥ 1. The grid is 2D
+// over rows (see kernels::grid_2d): the workgroup index is wg.x + wg.y · num_workgroups.x, and
+// rows past M are skipped.
 
 override LANES: u32 = 32u;
 // Rows each lane group computes (1 to 8). Narrow weights cover so many x values per 16-byte
 // chunk that a tile gives a lane only one or two chunks of a row; several rows give it that many
 // independent loads in flight, and reuse each x read from the tile.
 //
-// The rows are written out one by one (q0..q7, a0..a7) rather than as arrays indexed in a loop:
-// naga clamps every dynamic index into a function-scope array, and the clamped indices kept the
-// arrays in local memory. Written out, the rows past ROWS_PER_LANE are branches on a pipeline
-// constant that the driver removes. (H200, 256 MiB of weights, together with weights.wgsl's
-// transposed x tile and x_chunk: int8 0.65 → 0.87 of a copy's bandwidth, FP4 0.43 → 0.55; the
-// pipelined steps then took int8 to 0.96 and FP4 to 0.59-0.65; docs/BENCHMARKS.md.)
+// The rows are written out one by one (RowChunks q0..q7, Rows a0..a7) rather than as arrays
+// indexed in a loop: naga clamps every dynamic index into a function-scope array, and the clamped
+// indices kept the arrays in local memory. Written out, the rows past ROWS_PER_LANE are branches
+// on a pipeline constant that the driver removes. (H200, 256 MiB of weights, together with
+// weights.wgsl's transposed x tile: int8 0.65 → 0.87 of a copy's bandwidth, FP4 0.43 → 0.55;
+// the pipelined steps then took int8 to 0.96 and FP4 to 0.59-0.65, and decoding the rows part
+// by part FP4 further; docs/BENCHMARKS.md.)
 override ROWS_PER_LANE: u32 = 1u;
 const WORKGROUP: u32 = 256u;
 // Lane groups in a workgroup: rows per pass over the lane groups.
@@ -76,28 +79,74 @@ fn row_of(first: u32, r: u32) -> u32 {
     return min(first + r * PASS, params.m - 1u);
 }
 
-// Chunk c of each of a lane group's rows, r0 to r7 (those past ROWS_PER_LANE stay zero).
+// Chunk c of each of a lane group's rows, codes and scale, r0 to r7 (those past ROWS_PER_LANE
+// stay zero).
 struct RowChunks {
-    q0: vec4<u32>, q1: vec4<u32>, q2: vec4<u32>, q3: vec4<u32>,
-    q4: vec4<u32>, q5: vec4<u32>, q6: vec4<u32>, q7: vec4<u32>,
+    q0: WeightChunk, q1: WeightChunk, q2: WeightChunk, q3: WeightChunk,
+    q4: WeightChunk, q5: WeightChunk, q6: WeightChunk, q7: WeightChunk,
 }
 
 fn load_rows(matrix: u32, k: u32, first: u32, c: u32) -> RowChunks {
     var q: RowChunks;
-    q.q0 = weight_chunk(matrix, k, row_of(first, 0u), c);
-    if (ROWS_PER_LANE > 1u) { q.q1 = weight_chunk(matrix, k, row_of(first, 1u), c); }
-    if (ROWS_PER_LANE > 2u) { q.q2 = weight_chunk(matrix, k, row_of(first, 2u), c); }
-    if (ROWS_PER_LANE > 3u) { q.q3 = weight_chunk(matrix, k, row_of(first, 3u), c); }
-    if (ROWS_PER_LANE > 4u) { q.q4 = weight_chunk(matrix, k, row_of(first, 4u), c); }
-    if (ROWS_PER_LANE > 5u) { q.q5 = weight_chunk(matrix, k, row_of(first, 5u), c); }
-    if (ROWS_PER_LANE > 6u) { q.q6 = weight_chunk(matrix, k, row_of(first, 6u), c); }
-    if (ROWS_PER_LANE > 7u) { q.q7 = weight_chunk(matrix, k, row_of(first, 7u), c); }
+    q.q0 = weight_chunk(matrix, params.m, k, row_of(first, 0u), c);
+    if (ROWS_PER_LANE > 1u) { q.q1 = weight_chunk(matrix, params.m, k, row_of(first, 1u), c); }
+    if (ROWS_PER_LANE > 2u) { q.q2 = weight_chunk(matrix, params.m, k, row_of(first, 2u), c); }
+    if (ROWS_PER_LANE > 3u) { q.q3 = weight_chunk(matrix, params.m, k, row_of(first, 3u), c); }
+    if (ROWS_PER_LANE > 4u) { q.q4 = weight_chunk(matrix, params.m, k, row_of(first, 4u), c); }
+    if (ROWS_PER_LANE > 5u) { q.q5 = weight_chunk(matrix, params.m, k, row_of(first, 5u), c); }
+    if (ROWS_PER_LANE > 6u) { q.q6 = weight_chunk(matrix, params.m, k, row_of(first, 6u), c); }
+    if (ROWS_PER_LANE > 7u) { q.q7 = weight_chunk(matrix, params.m, k, row_of(first, 7u), c); }
     return q;
 }
 
-// Chunk c of row r of the lane group, loaded as q, dotted with its x.
-fn row_dot(q: vec4<u32>, xs: array<vec4<f32>, 8>, matrix: u32, first: u32, r: u32, c: u32) -> f32 {
-    return weight_chunk_dot(q, xs, matrix, params.m, params.k, row_of(first, r), c);
+// One f32 per row of a lane group (rows past ROWS_PER_LANE stay zero).
+struct Rows {
+    a0: f32, a1: f32, a2: f32, a3: f32, a4: f32, a5: f32, a6: f32, a7: f32,
+}
+
+// t + part p of each row's chunk dotted with x, the part's x read once for all rows.
+fn rows_fma(q: RowChunks, p: u32, x: XPart, t: Rows) -> Rows {
+    var o = t;
+    o.a0 = part_fma(q.q0.codes, p, x, o.a0);
+    if (ROWS_PER_LANE > 1u) { o.a1 = part_fma(q.q1.codes, p, x, o.a1); }
+    if (ROWS_PER_LANE > 2u) { o.a2 = part_fma(q.q2.codes, p, x, o.a2); }
+    if (ROWS_PER_LANE > 3u) { o.a3 = part_fma(q.q3.codes, p, x, o.a3); }
+    if (ROWS_PER_LANE > 4u) { o.a4 = part_fma(q.q4.codes, p, x, o.a4); }
+    if (ROWS_PER_LANE > 5u) { o.a5 = part_fma(q.q5.codes, p, x, o.a5); }
+    if (ROWS_PER_LANE > 6u) { o.a6 = part_fma(q.q6.codes, p, x, o.a6); }
+    if (ROWS_PER_LANE > 7u) { o.a7 = part_fma(q.q7.codes, p, x, o.a7); }
+    return o;
+}
+
+// acc + t times each row's block scale: of parts 0-1 (block 0) or of parts 2-3 (block 1).
+fn rows_scale(q: RowChunks, block: u32, t: Rows, acc: Rows) -> Rows {
+    var o = acc;
+    o.a0 = fma(t.a0, chunk_scales(q.q0)[block], o.a0);
+    if (ROWS_PER_LANE > 1u) { o.a1 = fma(t.a1, chunk_scales(q.q1)[block], o.a1); }
+    if (ROWS_PER_LANE > 2u) { o.a2 = fma(t.a2, chunk_scales(q.q2)[block], o.a2); }
+    if (ROWS_PER_LANE > 3u) { o.a3 = fma(t.a3, chunk_scales(q.q3)[block], o.a3); }
+    if (ROWS_PER_LANE > 4u) { o.a4 = fma(t.a4, chunk_scales(q.q4)[block], o.a4); }
+    if (ROWS_PER_LANE > 5u) { o.a5 = fma(t.a5, chunk_scales(q.q5)[block], o.a5); }
+    if (ROWS_PER_LANE > 6u) { o.a6 = fma(t.a6, chunk_scales(q.q6)[block], o.a6); }
+    if (ROWS_PER_LANE > 7u) { o.a7 = fma(t.a7, chunk_scales(q.q7)[block], o.a7); }
+    return o;
+}
+
+// acc + the rows' chunks dotted with x chunk i of the tile at slot `tile`, part by part
+// (weights.wgsl's weight_chunk_dot for a lane group's rows).
+fn rows_dot(q: RowChunks, tile: u32, i: u32, acc: Rows) -> Rows {
+    var sum = acc;
+    var part = rows_fma(q, 0u, x_part(tile, i, 0u), Rows());
+    if (PARTS > 1u) {
+        part = rows_fma(q, 1u, x_part(tile, i, 1u), part);
+        if (FORMAT == 5u) {
+            sum = rows_scale(q, 0u, part, sum);
+            part = Rows();
+        }
+        part = rows_fma(q, 2u, x_part(tile, i, 2u), part);
+        part = rows_fma(q, 3u, x_part(tile, i, 3u), part);
+    }
+    return rows_scale(q, 1u, part, sum);
 }
 
 // Writes row `row` of token z (rows past M are dropped).
@@ -153,8 +202,7 @@ fn gemv(
     }
     workgroupBarrier();
 
-    var a0 = 0.0; var a1 = 0.0; var a2 = 0.0; var a3 = 0.0;
-    var a4 = 0.0; var a5 = 0.0; var a6 = 0.0; var a7 = 0.0;
+    var acc = Rows();
     for (var t = 0u; t < tiles; t++) {
         // The next tile's x, in flight during this tile's steps and stored after them.
         let next_len = min(TILE_K4, k4 - min(k4, (t + 1u) * TILE_K4));
@@ -177,16 +225,7 @@ fn gemv(
             }
             // This step: chunk i of tile t, if the tile has it.
             if (live && i < tile_len / CHUNK_X4) {
-                let c = t * tile_chunks + i;
-                let xs = x_chunk((t % 2u) * TILE_K4, i);
-                a0 += row_dot(q.q0, xs, matrix, first, 0u, c);
-                if (ROWS_PER_LANE > 1u) { a1 += row_dot(q.q1, xs, matrix, first, 1u, c); }
-                if (ROWS_PER_LANE > 2u) { a2 += row_dot(q.q2, xs, matrix, first, 2u, c); }
-                if (ROWS_PER_LANE > 3u) { a3 += row_dot(q.q3, xs, matrix, first, 3u, c); }
-                if (ROWS_PER_LANE > 4u) { a4 += row_dot(q.q4, xs, matrix, first, 4u, c); }
-                if (ROWS_PER_LANE > 5u) { a5 += row_dot(q.q5, xs, matrix, first, 5u, c); }
-                if (ROWS_PER_LANE > 6u) { a6 += row_dot(q.q6, xs, matrix, first, 6u, c); }
-                if (ROWS_PER_LANE > 7u) { a7 += row_dot(q.q7, xs, matrix, first, 7u, c); }
+                acc = rows_dot(q, (t % 2u) * TILE_K4, i, acc);
             }
             q = next;
         }
@@ -201,9 +240,9 @@ fn gemv(
     // passed, so nobody reads x any more): a lane's rows 0-3 in x_tile[lid], rows 4-7 in
     // x_tile[TILE_K4 + lid]. One tree of log2(LANES) barriers for up to 8 rows; a tree per row
     // cost about a tenth of an FP4 workgroup's time.
-    x_tile[lid] = vec4(a0, a1, a2, a3);
+    x_tile[lid] = vec4(acc.a0, acc.a1, acc.a2, acc.a3);
     if (ROWS_PER_LANE > 4u) {
-        x_tile[TILE_K4 + lid] = vec4(a4, a5, a6, a7);
+        x_tile[TILE_K4 + lid] = vec4(acc.a4, acc.a5, acc.a6, acc.a7);
     }
     workgroupBarrier();
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
@@ -216,8 +255,13 @@ fn gemv(
         workgroupBarrier();
     }
     if (lane == 0u) {
-        let lo = x_tile[lid];
-        let hi = x_tile[TILE_K4 + lid];
+        // (An expert id out of range has no matrix to read its factor from, and zero sums.)
+        var factor = 1.0;
+        if (live) {
+            factor = matrix_factor(matrix, params.m, k);
+        }
+        let lo = x_tile[lid] * factor;
+        let hi = x_tile[TILE_K4 + lid] * factor;
         store_row(first, z, lo.x);
         if (ROWS_PER_LANE > 1u) { store_row(first + PASS, z, lo.y); }
         if (ROWS_PER_LANE > 2u) { store_row(first + 2u * PASS, z, lo.z); }

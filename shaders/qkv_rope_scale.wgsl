@@ -67,12 +67,13 @@ fn qkv_rope_scale(
         if (row < params.m) {
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
                 let c = t0 / CHUNK_X4 + i;
-                acc += weight_chunk_dot(weight_chunk(0u, params.k, row, c), x_chunk(0u, i), 0u, params.m, params.k, row, c);
+                let q = weight_chunk(0u, params.m, params.k, row, c);
+                acc += weight_chunk_dot(q, 0u, i);
             }
         }
         workgroupBarrier();
     }
-    partial[lid] = acc;
+    partial[lid] = acc * matrix_factor(0u, params.m, params.k);
     workgroupBarrier();
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if (lane < stride) {

@@ -18,7 +18,9 @@
 // 6 mxfp4  E2M1               32 elements (8)                E8M0 byte per 1×32 block
 //
 // Every product is accumulated in f32. A chunk's codes are dotted with x first and the block scale
-// applied once per block, which is the same sum up to f32 rounding as dequantizing each weight.
+// applied once per block, and the powers of two that place codes in f16s (and NVFP4's tensor
+// scale) once per row (`matrix_factor`): the same sum up to f32 rounding as dequantizing each
+// weight.
 
 override FORMAT: u32 = 0u;
 override CHUNK_X4: u32 = 1u;
@@ -32,18 +34,41 @@ fn x_slot(i: u32) -> u32 {
     return (i % CHUNK_X4) * (TILE_K4 / CHUNK_X4) + i / CHUNK_X4;
 }
 
-// The x vec4s of chunk i of the tile that starts at slot `tile` of x_tile (0, or TILE_K4 for a
-// kernel that double-buffers its tiles), read once and then used for every row a lane computes.
-// Entries from CHUNK_X4 on repeat the last one and are never used.
-fn x_chunk(tile: u32, i: u32) -> array<vec4<f32>, 8> {
+// A chunk is decoded in PARTS parts, each dotted with at most two vec4s of x: a word each for
+// the 8- and 4-bit formats, the whole chunk for the 16- and 32-bit ones. gemv decodes part p of
+// all of a lane's rows after one read of its x, so that a lane holds two vec4s of x instead of
+// a chunk's eight: for FP4 on the H200 that register saving was worth more than any change to
+// the decode (docs/BENCHMARKS.md, "Word by word").
+override PARTS: u32 = select(1u, 4u, FORMAT >= 3u);
+
+// The x of one part: FP4 word p takes vec4s 2p and 2p + 1 of its chunk's x, an int8 or E4M3
+// word vec4 p (in a), f16 and bf16 vec4s 0 and 1, f32 vec4 0 (in a).
+struct XPart {
+    a: vec4<f32>,
+    b: vec4<f32>,
+}
+
+// The x of part p of chunk i of the tile that starts at slot `tile` of x_tile (0, or TILE_K4
+// for a kernel that double-buffers its tiles).
+fn x_part(tile: u32, i: u32, p: u32) -> XPart {
     let n = TILE_K4 / CHUNK_X4;
-    let last = CHUNK_X4 - 1u;
     let b = tile + i;
-    return array<vec4<f32>, 8>(
-        x_tile[b], x_tile[b + min(1u, last) * n], x_tile[b + min(2u, last) * n],
-        x_tile[b + min(3u, last) * n], x_tile[b + min(4u, last) * n],
-        x_tile[b + min(5u, last) * n], x_tile[b + min(6u, last) * n],
-        x_tile[b + min(7u, last) * n]);
+    switch FORMAT {
+        case 5u, 6u: {
+            return XPart(x_tile[b + 2u * p * n], x_tile[b + (2u * p + 1u) * n]);
+        }
+        case 3u, 4u: {
+            let v = x_tile[b + p * n];
+            return XPart(v, v);
+        }
+        case 1u, 2u: {
+            return XPart(x_tile[b], x_tile[b + n]);
+        }
+        default: {
+            let v = x_tile[b];
+            return XPart(v, v);
+        }
+    }
 }
 
 // x as FP8 dispatch records (engine::quant::activation): E4M3 codes, 4 per word, from vec4
@@ -71,33 +96,25 @@ fn load_x(codes: u32, scales: u32, j: u32) -> vec4<f32> {
 // scale), subnormal codes included, since f16's own subnormals are exact.
 
 // acc + Σ of the 8 E2M1 elements of `word` (× 2^-14) times xa (elements 0-3) and xb (4-7), as one
-// chain of FMAs that a chunk's words continue: FP4's gemv is bound by its arithmetic, and two
-// dot()s and an add per word made MXFP4's 4% slower on the H200. Element e is
-// nibble e (s.ee.m). The even nibbles (elements 0, 2, 4, 6) go to the low halves of the bytes of
-// `lo`, the odd ones to those of `hi`; there each sign moves from bit 3 to bit 6 (n + 7·(n & 8)
-// = n + 56·s, a multiply-add, which NVIDIA runs on its float pipe). A byte 0s000eem then
-// becomes an f16 s.000ee.m000000000 with one shift and one mask: bytes 0 and 2 shifted by 9,
-// bytes 1 and 3 by 1, so each pair is elements (e, e + 4). About three integer operations per
-// pair where moving sign and magnitude separately took four; on the H200 integer operations
-// issue at half the rate of float ones, and the byte split made the decode 4% faster
-// (docs/BENCHMARKS.md, "The pipelined gemv").
+// chain of FMAs (two dot()s and an add per word made MXFP4's gemv 4% slower on the H200). The
+// codes sit in engine::quant::pack's sign-split slots, documented there: slot 0 of each 16-bit
+// half is already an f16's sign, low exponent bits and top mantissa bit, slot 1 is slot 0 three
+// bits down, and slots 2 and 3 move sign and magnitude with a shift each. Eleven integer
+// operations per word where contiguous nibbles took fifteen, at half the issue rate of float
+// operations on the H200.
 fn fp4_word_fma(word: u32, xa: vec4<f32>, xb: vec4<f32>, acc: f32) -> f32 {
-    let lo = word & 0x0F0F0F0Fu;
-    let hi = (word >> 4u) & 0x0F0F0F0Fu;
-    let l = lo + 7u * (lo & 0x08080808u);
-    let h = hi + 7u * (hi & 0x08080808u);
-    let p04 = unpack2x16float((l << 9u) & 0x8E008E00u);
-    let p26 = unpack2x16float((l << 1u) & 0x8E008E00u);
-    let p15 = unpack2x16float((h << 9u) & 0x8E008E00u);
-    let p37 = unpack2x16float((h << 1u) & 0x8E008E00u);
-    var s = fma(p04.x, xa.x, acc);
-    s = fma(p15.x, xa.y, s);
-    s = fma(p26.x, xa.z, s);
-    s = fma(p37.x, xa.w, s);
-    s = fma(p04.y, xb.x, s);
-    s = fma(p15.y, xb.y, s);
-    s = fma(p26.y, xb.z, s);
-    return fma(p37.y, xb.w, s);
+    let p0 = unpack2x16float(word & 0x8E008E00u);
+    let p1 = unpack2x16float((word << 3u) & 0x8E008E00u);
+    let p2 = unpack2x16float(((word << 9u) & 0x0E000E00u) | ((word << 2u) & 0x80008000u));
+    let p3 = unpack2x16float(((word << 6u) & 0x0E000E00u) | ((word << 1u) & 0x80008000u));
+    var s = fma(p0.x, xa.x, acc);
+    s = fma(p1.x, xa.y, s);
+    s = fma(p2.x, xa.z, s);
+    s = fma(p3.x, xa.w, s);
+    s = fma(p0.y, xb.x, s);
+    s = fma(p1.y, xb.y, s);
+    s = fma(p2.y, xb.z, s);
+    return fma(p3.y, xb.w, s);
 }
 
 // The four int8s of `word` (element order) dotted with xa. Byte b ^ 0x80 = b + 128 in the
@@ -120,70 +137,139 @@ fn scale_word(i: u32) -> u32 {
     return w[i / 4u][i % 4u];
 }
 
-fn scale_byte(first_word: u32, i: u32) -> u32 {
-    return (scale_word(first_word + i / 4u) >> (8u * (i % 4u))) & 0xFFu;
+// One 16-byte chunk of a row's codes and the scale bits of its block: the f32 scale of int8 and
+// FP8, NVFP4's two E4M3 bytes (bits 0-15), MXFP4's E8M0 byte (bits 0-7, higher bits not
+// cleared). Both are loaded together, one step ahead of their decode in gemv: a scale loaded
+// where it is used stalled the decode for a memory latency.
+struct WeightChunk {
+    codes: vec4<u32>,
+    scale: u32,
 }
 
 // Row `row`, chunk `c` of the [m, k] matrix that starts at chunk `base`: K / (4·CHUNK_X4) chunks
-// per row, row-major.
-fn weight_chunk(base: u32, k: u32, row: u32, c: u32) -> vec4<u32> {
-    return w[base + row * (k / (4u * CHUNK_X4)) + c];
-}
-
-// Chunk q = weight_chunk(base, k, row, c) dotted with the x vec4s xs of its tile chunk (x_chunk).
-// The caller loads q, so that a lane's loads for all its rows are issued before any of them is
-// decoded.
-fn weight_chunk_dot(q: vec4<u32>, xs: array<vec4<f32>, 8>, base: u32, m: u32, k: u32, row: u32, c: u32) -> f32 {
+// per row, row-major, then the scales.
+fn weight_chunk(base: u32, m: u32, k: u32, row: u32, c: u32) -> WeightChunk {
     let row_chunks = k / (4u * CHUNK_X4);
     let scales = 4u * (base + m * row_chunks);
+    var q: WeightChunk;
+    q.codes = w[base + row * row_chunks + c];
+    switch FORMAT {
+        case 3u: {
+            // 16 elements: half of one 1×32 block.
+            q.scale = scale_word(scales + row * ((k + 31u) / 32u) + c / 2u);
+        }
+        case 4u: {
+            // 16 elements inside one 128×128 block.
+            q.scale = scale_word(scales + (row / 128u) * ((k + 127u) / 128u) + c / 8u);
+        }
+        case 5u: {
+            // Two 1×16 blocks, whose E4M3 bytes share one word after the tensor scale's.
+            let block = row * (k / 16u) + 2u * c;
+            q.scale = scale_word(scales + 1u + block / 4u) >> (8u * (block % 4u));
+        }
+        case 6u: {
+            // One 1×32 block.
+            let block = row * (k / 32u) + c;
+            q.scale = scale_word(scales + block / 4u) >> (8u * (block % 4u));
+        }
+        default: {}
+    }
+    return q;
+}
+
+// acc + part p of chunk codes `c` dotted with its x (block scales not applied).
+fn part_fma(c: vec4<u32>, p: u32, x: XPart, acc: f32) -> f32 {
     switch FORMAT {
         case 1u: {
-            return dot(vec4(unpack2x16float(q.x), unpack2x16float(q.y)), xs[0])
-                + dot(vec4(unpack2x16float(q.z), unpack2x16float(q.w)), xs[1]);
+            return acc + dot(vec4(unpack2x16float(c.x), unpack2x16float(c.y)), x.a)
+                + dot(vec4(unpack2x16float(c.z), unpack2x16float(c.w)), x.b);
         }
         case 2u: {
             // bf16 is the high half of an f32: element 2j is the low half of word j.
-            let even = bitcast<vec4<f32>>(q << vec4(16u));
-            let odd = bitcast<vec4<f32>>(q & vec4(0xFFFF0000u));
-            return dot(vec4(even.x, odd.x, even.y, odd.y), xs[0])
-                + dot(vec4(even.z, odd.z, even.w, odd.w), xs[1]);
+            let even = bitcast<vec4<f32>>(c << vec4(16u));
+            let odd = bitcast<vec4<f32>>(c & vec4(0xFFFF0000u));
+            return acc + dot(vec4(even.x, odd.x, even.y, odd.y), x.a)
+                + dot(vec4(even.z, odd.z, even.w, odd.w), x.b);
         }
         case 3u: {
-            let s = int8_word_dot(q.x, xs[0]) + int8_word_dot(q.y, xs[1])
-                + int8_word_dot(q.z, xs[2]) + int8_word_dot(q.w, xs[3]);
-            // 16 elements: half of one 1×32 block.
-            return s * bitcast<f32>(scale_word(scales + row * ((k + 31u) / 32u) + c / 2u));
+            return acc + int8_word_dot(c[p], x.a);
         }
         case 4u: {
-            var s = dot(e4m3_word(q.x), xs[0]) + dot(e4m3_word(q.y), xs[1])
-                + dot(e4m3_word(q.z), xs[2]) + dot(e4m3_word(q.w), xs[3]);
-            // A NaN weight makes the row NaN, as dequantizing it would. (The NaN is built from
-            // data so that it is not a constant expression, which WGSL forbids.)
-            let nan = e4m3_nan_bytes(q.x) | e4m3_nan_bytes(q.y) | e4m3_nan_bytes(q.z) | e4m3_nan_bytes(q.w);
-            s = select(s, bitcast<f32>(0x7FC00000u | (nan & 0u)), nan != 0u);
-            // 16 elements inside one 128×128 block; 2^8 undoes the f16 placement.
-            let block = (row / 128u) * ((k + 127u) / 128u) + c / 8u;
-            return s * (bitcast<f32>(scale_word(scales + block)) * 256.0);
+            return acc + dot(e4m3_word(c[p]), x.a);
         }
-        case 5u: {
-            // Two 1×16 blocks: words x, y and words z, w; their two E4M3 scales share one word;
-            // 2^8 · 2^14 undoes the two f16 placements.
-            let s0 = fp4_word_fma(q.y, xs[2], xs[3], fp4_word_fma(q.x, xs[0], xs[1], 0.0));
-            let s1 = fp4_word_fma(q.w, xs[6], xs[7], fp4_word_fma(q.z, xs[4], xs[5], 0.0));
-            let block = row * (k / 16u) + 2u * c;
-            let pair = scale_word(scales + 1u + block / 4u) >> (8u * (block % 4u));
-            let scale = e4m3_scale_pair(pair) * (bitcast<f32>(scale_word(scales)) * 4194304.0);
-            return s0 * scale.x + s1 * scale.y;
-        }
-        case 6u: {
-            let s = fp4_word_fma(q.w, xs[6], xs[7], fp4_word_fma(q.z, xs[4], xs[5],
-                fp4_word_fma(q.y, xs[2], xs[3], fp4_word_fma(q.x, xs[0], xs[1], 0.0))));
-            // One 1×32 block; E8M0 code e is 2^(e − 127), the f32 with exponent field e; and
-            // 2^14 undoes the f16 placement.
-            return s * (bitcast<f32>(scale_byte(scales, row * (k / 32u) + c) << 23u) * 16384.0);
+        case 5u, 6u: {
+            return fp4_word_fma(c[p], x.a, x.b, acc);
         }
         default: {
-            return dot(bitcast<vec4<f32>>(q), xs[0]);
+            return acc + dot(bitcast<vec4<f32>>(c), x.a);
         }
     }
+}
+
+// The block scales of chunk q: (that of parts 0-1, that of parts 2-3). Only NVFP4's differ (its
+// chunk is two 1×16 blocks); unscaled formats give 1.
+fn chunk_scales(q: WeightChunk) -> vec2<f32> {
+    switch FORMAT {
+        case 3u: {
+            return vec2(bitcast<f32>(q.scale));
+        }
+        case 4u: {
+            // A NaN weight makes the row NaN, as dequantizing it would. (The NaN is built from
+            // data so that it is not a constant expression, which WGSL forbids.)
+            let c = q.codes;
+            let nan = e4m3_nan_bytes(c.x) | e4m3_nan_bytes(c.y) | e4m3_nan_bytes(c.z) | e4m3_nan_bytes(c.w);
+            let scale = bitcast<f32>(q.scale);
+            return vec2(select(scale, bitcast<f32>(0x7FC00000u | (nan & 0u)), nan != 0u));
+        }
+        case 5u: {
+            return e4m3_scale_pair(q.scale);
+        }
+        case 6u: {
+            // E8M0 code e is 2^(e − 127), the f32 with exponent field e.
+            return vec2(bitcast<f32>((q.scale & 0xFFu) << 23u));
+        }
+        default: {
+            return vec2(1.0);
+        }
+    }
+}
+
+// What every row sum of the matrix at chunk `base` is multiplied by: the powers of two that undo
+// the f16 placements (2^8 for E4M3 codes and NVFP4's E4M3 scales, 2^14 for E2M1 codes), and
+// NVFP4's f32 tensor scale, the matrix's first scale word.
+fn matrix_factor(base: u32, m: u32, k: u32) -> f32 {
+    switch FORMAT {
+        case 4u: {
+            return 256.0;
+        }
+        case 5u: {
+            let tensor = bitcast<f32>(scale_word(4u * (base + m * (k / (4u * CHUNK_X4)))));
+            return tensor * 4194304.0;
+        }
+        case 6u: {
+            return 16384.0;
+        }
+        default: {
+            return 1.0;
+        }
+    }
+}
+
+// Chunk q (weight_chunk) dotted with x chunk i of the tile at slot `tile`, its block scales
+// applied; the row's sum still needs matrix_factor. For kernels that compute one row per lane;
+// gemv decodes its rows part by part instead.
+fn weight_chunk_dot(q: WeightChunk, tile: u32, i: u32) -> f32 {
+    let s = chunk_scales(q);
+    var part = part_fma(q.codes, 0u, x_part(tile, i, 0u), 0.0);
+    var sum = 0.0;
+    if (PARTS > 1u) {
+        part = part_fma(q.codes, 1u, x_part(tile, i, 1u), part);
+        if (FORMAT == 5u) {
+            sum = part * s.x;
+            part = 0.0;
+        }
+        part = part_fma(q.codes, 2u, x_part(tile, i, 2u), part);
+        part = part_fma(q.codes, 3u, x_part(tile, i, 3u), part);
+    }
+    return fma(part, s.y, sum);
 }

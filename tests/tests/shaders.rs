@@ -19,7 +19,7 @@ fn every_shader_parses_and_validates() {
             std::fs::read_to_string(dir.join("include").join(name))
                 .unwrap_or_else(|e| panic!("include/{name}: {e}"))
         };
-        if source.contains("weight_chunk_dot(") {
+        if source.contains("weight_chunk(") {
             source = include("fp8.wgsl") + &include("weights.wgsl") + &source;
         } else if source.contains("e4m3_encode") {
             source = include("fp8.wgsl") + &source;

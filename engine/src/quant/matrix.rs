@@ -3,8 +3,8 @@
 //! A `[rows, cols]` matrix is one run of 16-byte chunks (`vec4<u32>` in WGSL):
 //!
 //! 1. **Codes**, row-major, `cols / elements_per_chunk` chunks per row, packed as `quant::pack`
-//!    says (little-endian in each u32 word): a chunk holds 4 f32, 8 f16/bf16, 16 int8/E4M3 or
-//!    32 E2M1 codes. So `cols` must be a multiple of the chunk's element count (32 for FP4).
+//!    says (little-endian in each u32 word; E2M1 codes in `pack_e2m1`'s sign-split slots): a chunk
+//!    holds 4 f32, 8 f16/bf16, 16 int8/E4M3 or 32 E2M1 codes. So `cols` must be a multiple of the chunk's element count (32 for FP4).
 //! 2. **Scales**, right after the codes, as u32 words, zero-padded to a whole chunk:
 //!    - int8, fp8-e4m3: one f32 per block (1×32, 128×128), row-major over blocks;
 //!    - nvfp4: word 0 is the f32 per-tensor scale, then one E4M3 byte per 1×16 block, row-major,
@@ -17,7 +17,7 @@
 
 use super::block::{block_shape, quantize};
 use super::minifloat::E4M3;
-use super::pack::pack;
+use super::pack::{pack, pack_e2m1};
 use super::Format;
 
 /// Bytes of one chunk: what one invocation loads at a time.
@@ -134,7 +134,10 @@ pub fn encode_repeated(
         });
     }
     let q = quantize(format, tile, tile_rows, cols);
-    let codes = pack(&q.codes, cols, code_bits(format));
+    let codes = match format {
+        Format::Nvfp4 | Format::Mxfp4 => pack_e2m1(&q.codes, cols),
+        _ => pack(&q.codes, cols, code_bits(format)),
+    };
     let scales: Vec<u32> = match format {
         Format::F32 | Format::F16 | Format::Bf16 => Vec::new(),
         Format::Int8 | Format::Fp8E4m3 => q.scales.iter().map(|s| s.to_bits()).collect(),
@@ -190,7 +193,10 @@ mod tests {
         let per_word = 32 / bits;
         let row_words = cols / per_word;
         let word = words[r * row_words + c / per_word];
-        let code = (word >> (bits * (c % per_word))) & (((1u64 << bits) - 1) as u32);
+        let code = match format {
+            Format::Nvfp4 | Format::Mxfp4 => super::super::pack::unpack_e2m1(&[word], 1, 8)[c % 8],
+            _ => (word >> (bits * (c % per_word))) & (((1u64 << bits) - 1) as u32),
+        };
         let s = rows * row_words; // first scale word
         let scale_f32 = |i: usize| f32::from_bits(words[s + i]);
         let scale_byte = |base: usize, i: usize| (words[base + i / 4] >> (8 * (i % 4))) & 0xFF;

@@ -2,6 +2,23 @@
 //! word, element i of a row in bits `[bits·(i mod n), bits·(i mod n) + bits)` of the row's word
 //! `i / n` (little-endian within the word), every row starting on a new word (a row's tail is
 //! zero-padded). 4-bit codes: 8 per word; 8-bit: 4; 16-bit: 2.
+//!
+//! FP4 (E2M1) codes are the exception: `pack_e2m1` keeps 8 to a word and rows on whole words, but
+//! splits each code's sign from its magnitude, so that a GPU turns a word into four f16 pairs with
+//! 11 integer operations instead of 15 (shaders/include/weights.wgsl, `fp4_word_fma`). Element
+//! `i` of a word sits in its half `h = i / 4` (bits `16h` to `16h + 15`) at slot `k = i % 4`:
+//!
+//! | slot k | magnitude (code bits 0-2, `ee.m`) | sign (code bit 3) |
+//! |---|---|---|
+//! | 0 | bits 9-11 | bit 15 |
+//! | 1 | bits 6-8 | bit 12 |
+//! | 2 | bits 0-2 | bit 13 |
+//! | 3 | bits 3-5 | bit 14 |
+//!
+//! Slot 0 is where an f16 keeps its lowest two exponent bits, its top mantissa bit and its sign,
+//! so `word & 0x8E008E00` is elements 0 and 4 as f16s (× 2^-14); slot 1 is slot 0 moved down by
+//! three bits, in sign and magnitude alike; slots 2 and 3 fill the bits left over, their signs
+//! apart from their magnitudes (no third copy of slot 0's shape fits in 16 bits).
 
 /// Words one row of `cols` codes of `bits` bits takes.
 pub fn words_per_row(cols: usize, bits: u32) -> usize {
@@ -33,6 +50,46 @@ pub fn pack(codes: &[u32], cols: usize, bits: u32) -> Vec<u32> {
         words[r * wpr + c / n] |= (code & mask) << (bits as usize * (c % n));
     }
     words
+}
+
+/// Where slot k's magnitude and sign start within a 16-bit half (the table above).
+const E2M1_MAGNITUDE_BIT: [u32; 4] = [9, 6, 0, 3];
+const E2M1_SIGN_BIT: [u32; 4] = [15, 12, 13, 14];
+
+/// E2M1 `code` (4 bits) as element `i` (0-7) of a word.
+fn place_e2m1(code: u32, i: usize) -> u32 {
+    let (half, k) = (16 * (i / 4) as u32, i % 4);
+    ((code & 7) << (half + E2M1_MAGNITUDE_BIT[k])) | ((code >> 3 & 1) << (half + E2M1_SIGN_BIT[k]))
+}
+
+/// Element `i` (0-7) of a word packed by `pack_e2m1`.
+fn take_e2m1(word: u32, i: usize) -> u32 {
+    let (half, k) = (16 * (i / 4) as u32, i % 4);
+    (word >> (half + E2M1_MAGNITUDE_BIT[k]) & 7) | (word >> (half + E2M1_SIGN_BIT[k]) & 1) << 3
+}
+
+/// Packs row-major E2M1 `codes` (`rows × cols`) 8 to a word, in the sign-split slots above.
+pub fn pack_e2m1(codes: &[u32], cols: usize) -> Vec<u32> {
+    let wpr = words_per_row(cols, 4);
+    let rows = codes.len().checked_div(cols).unwrap_or(0);
+    let mut words = vec![0u32; rows * wpr];
+    for (i, &code) in codes.iter().enumerate() {
+        let (r, c) = (i / cols, i % cols);
+        debug_assert!(code < 16, "code {code:#x} wider than 4 bits");
+        words[r * wpr + c / 8] |= place_e2m1(code, c % 8);
+    }
+    words
+}
+
+/// The inverse of `pack_e2m1`.
+pub fn unpack_e2m1(words: &[u32], rows: usize, cols: usize) -> Vec<u32> {
+    let wpr = words_per_row(cols, 4);
+    (0..rows * cols)
+        .map(|i| {
+            let (r, c) = (i / cols, i % cols);
+            take_e2m1(words[r * wpr + c / 8], c % 8)
+        })
+        .collect()
 }
 
 /// The inverse of `pack`.
@@ -67,6 +124,31 @@ mod tests {
         assert_eq!(pack(&[0xAB, 0xCD], 2, 8), [0xCDAB]);
     }
 
+    #[test]
+    fn e2m1_slots_fill_a_word_and_slot_0_is_an_f16s_bits() {
+        // Every bit of a word belongs to exactly one element's code.
+        let mut seen = 0u32;
+        for i in 0..8 {
+            let bits = place_e2m1(0xF, i);
+            assert_eq!(bits.count_ones(), 4);
+            assert_eq!(seen & bits, 0, "element {i} overlaps");
+            seen |= bits;
+        }
+        assert_eq!(seen, u32::MAX);
+        // Elements 0 and 4 of 0x9 (−0.5) and 0x7 (6): f16 −0.5·2^-14 and 6·2^-14 under 0x8E008E00.
+        let word = place_e2m1(0x9, 0) | place_e2m1(0x7, 4);
+        let (lo, hi) = (word & 0x8E00_8E00 & 0xFFFF, (word & 0x8E00_8E00) >> 16);
+        assert_eq!(
+            half::f16::from_bits(lo as u16).to_f32(),
+            -0.5 * 2f32.powi(-14)
+        );
+        assert_eq!(
+            half::f16::from_bits(hi as u16).to_f32(),
+            6.0 * 2f32.powi(-14)
+        );
+        assert_eq!(pack_e2m1(&[0x9, 0, 0, 0, 0x7, 0, 0, 0], 8), [word]);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
@@ -83,6 +165,18 @@ mod tests {
             let words = pack(&codes, cols, bits);
             prop_assert_eq!(words.len(), rows * words_per_row(cols, bits));
             prop_assert_eq!(unpack(&words, rows, cols, bits), codes);
+        }
+
+        #[test]
+        fn pack_e2m1_then_unpack_is_the_identity(
+            rows in 1usize..6,
+            cols in 1usize..40,
+            codes in proptest::collection::vec(0u32..16, 240),
+        ) {
+            let codes = &codes[..rows * cols];
+            let words = pack_e2m1(codes, cols);
+            prop_assert_eq!(words.len(), rows * words_per_row(cols, 4));
+            prop_assert_eq!(unpack_e2m1(&words, rows, cols), codes);
         }
     }
 }
