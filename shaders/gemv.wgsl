@@ -27,11 +27,13 @@
 // rows past M are skipped.
 
 override LANES: u32 = 32u;
-// Rows each lane group computes (1 to 8). Narrow weights cover so many x values per 16-byte
+// Rows each lane group computes (1 to 4). Narrow weights cover so many x values per 16-byte
 // chunk that a tile gives a lane only one or two chunks of a row; several rows give it that many
-// independent loads in flight, and reuse each x read from the tile.
+// independent loads in flight, and reuse each x read from the tile. (Up to 8 rows were allowed
+// until 2026-12-04: once FP4 decoded part by part, 8 rows were no faster than 4 on the H200,
+// with twice the registers.)
 //
-// The rows are written out one by one (RowChunks q0..q7, Rows a0..a7) rather than as arrays
+// The rows are written out one by one (RowChunks q0..q3, Rows a0..a3) rather than as arrays
 // indexed in a loop: naga clamps every dynamic index into a function-scope array, and the clamped
 // indices kept the arrays in local memory. Written out, the rows past ROWS_PER_LANE are branches
 // on a pipeline constant that the driver removes. (H200, 256 MiB of weights, together with
@@ -79,11 +81,10 @@ fn row_of(first: u32, r: u32) -> u32 {
     return min(first + r * PASS, params.m - 1u);
 }
 
-// Chunk c of each of a lane group's rows, codes and scale, r0 to r7 (those past ROWS_PER_LANE
+// Chunk c of each of a lane group's rows, codes and scale, r0 to r3 (those past ROWS_PER_LANE
 // stay zero).
 struct RowChunks {
     q0: WeightChunk, q1: WeightChunk, q2: WeightChunk, q3: WeightChunk,
-    q4: WeightChunk, q5: WeightChunk, q6: WeightChunk, q7: WeightChunk,
 }
 
 fn load_rows(matrix: u32, k: u32, first: u32, c: u32) -> RowChunks {
@@ -92,16 +93,12 @@ fn load_rows(matrix: u32, k: u32, first: u32, c: u32) -> RowChunks {
     if (ROWS_PER_LANE > 1u) { q.q1 = weight_chunk(matrix, params.m, k, row_of(first, 1u), c); }
     if (ROWS_PER_LANE > 2u) { q.q2 = weight_chunk(matrix, params.m, k, row_of(first, 2u), c); }
     if (ROWS_PER_LANE > 3u) { q.q3 = weight_chunk(matrix, params.m, k, row_of(first, 3u), c); }
-    if (ROWS_PER_LANE > 4u) { q.q4 = weight_chunk(matrix, params.m, k, row_of(first, 4u), c); }
-    if (ROWS_PER_LANE > 5u) { q.q5 = weight_chunk(matrix, params.m, k, row_of(first, 5u), c); }
-    if (ROWS_PER_LANE > 6u) { q.q6 = weight_chunk(matrix, params.m, k, row_of(first, 6u), c); }
-    if (ROWS_PER_LANE > 7u) { q.q7 = weight_chunk(matrix, params.m, k, row_of(first, 7u), c); }
     return q;
 }
 
 // One f32 per row of a lane group (rows past ROWS_PER_LANE stay zero).
 struct Rows {
-    a0: f32, a1: f32, a2: f32, a3: f32, a4: f32, a5: f32, a6: f32, a7: f32,
+    a0: f32, a1: f32, a2: f32, a3: f32,
 }
 
 // t + part p of each row's chunk dotted with x, the part's x read once for all rows.
@@ -111,10 +108,6 @@ fn rows_fma(q: RowChunks, p: u32, x: XPart, t: Rows) -> Rows {
     if (ROWS_PER_LANE > 1u) { o.a1 = part_fma(q.q1.codes, p, x, o.a1); }
     if (ROWS_PER_LANE > 2u) { o.a2 = part_fma(q.q2.codes, p, x, o.a2); }
     if (ROWS_PER_LANE > 3u) { o.a3 = part_fma(q.q3.codes, p, x, o.a3); }
-    if (ROWS_PER_LANE > 4u) { o.a4 = part_fma(q.q4.codes, p, x, o.a4); }
-    if (ROWS_PER_LANE > 5u) { o.a5 = part_fma(q.q5.codes, p, x, o.a5); }
-    if (ROWS_PER_LANE > 6u) { o.a6 = part_fma(q.q6.codes, p, x, o.a6); }
-    if (ROWS_PER_LANE > 7u) { o.a7 = part_fma(q.q7.codes, p, x, o.a7); }
     return o;
 }
 
@@ -125,10 +118,6 @@ fn rows_scale(q: RowChunks, block: u32, t: Rows, acc: Rows) -> Rows {
     if (ROWS_PER_LANE > 1u) { o.a1 = fma(t.a1, chunk_scales(q.q1)[block], o.a1); }
     if (ROWS_PER_LANE > 2u) { o.a2 = fma(t.a2, chunk_scales(q.q2)[block], o.a2); }
     if (ROWS_PER_LANE > 3u) { o.a3 = fma(t.a3, chunk_scales(q.q3)[block], o.a3); }
-    if (ROWS_PER_LANE > 4u) { o.a4 = fma(t.a4, chunk_scales(q.q4)[block], o.a4); }
-    if (ROWS_PER_LANE > 5u) { o.a5 = fma(t.a5, chunk_scales(q.q5)[block], o.a5); }
-    if (ROWS_PER_LANE > 6u) { o.a6 = fma(t.a6, chunk_scales(q.q6)[block], o.a6); }
-    if (ROWS_PER_LANE > 7u) { o.a7 = fma(t.a7, chunk_scales(q.q7)[block], o.a7); }
     return o;
 }
 
@@ -236,21 +225,14 @@ fn gemv(
         workgroupBarrier();
     }
 
-    // The rows' partial sums, all reduced at once in the x tiles (the last step's barrier has
-    // passed, so nobody reads x any more): a lane's rows 0-3 in x_tile[lid], rows 4-7 in
-    // x_tile[TILE_K4 + lid]. One tree of log2(LANES) barriers for up to 8 rows; a tree per row
-    // cost about a tenth of an FP4 workgroup's time.
+    // The rows' partial sums, reduced at once as one vec4 per lane in the x tile (the last
+    // step's barrier has passed, so nobody reads x any more): one tree of log2(LANES) barriers
+    // for all rows; a tree per row cost about a tenth of an FP4 workgroup's time.
     x_tile[lid] = vec4(acc.a0, acc.a1, acc.a2, acc.a3);
-    if (ROWS_PER_LANE > 4u) {
-        x_tile[TILE_K4 + lid] = vec4(acc.a4, acc.a5, acc.a6, acc.a7);
-    }
     workgroupBarrier();
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if (lane < stride) {
             x_tile[lid] += x_tile[lid + stride];
-            if (ROWS_PER_LANE > 4u) {
-                x_tile[TILE_K4 + lid] += x_tile[TILE_K4 + lid + stride];
-            }
         }
         workgroupBarrier();
     }
@@ -260,15 +242,10 @@ fn gemv(
         if (live) {
             factor = matrix_factor(matrix, params.m, k);
         }
-        let lo = x_tile[lid] * factor;
-        let hi = x_tile[TILE_K4 + lid] * factor;
-        store_row(first, z, lo.x);
-        if (ROWS_PER_LANE > 1u) { store_row(first + PASS, z, lo.y); }
-        if (ROWS_PER_LANE > 2u) { store_row(first + 2u * PASS, z, lo.z); }
-        if (ROWS_PER_LANE > 3u) { store_row(first + 3u * PASS, z, lo.w); }
-        if (ROWS_PER_LANE > 4u) { store_row(first + 4u * PASS, z, hi.x); }
-        if (ROWS_PER_LANE > 5u) { store_row(first + 5u * PASS, z, hi.y); }
-        if (ROWS_PER_LANE > 6u) { store_row(first + 6u * PASS, z, hi.z); }
-        if (ROWS_PER_LANE > 7u) { store_row(first + 7u * PASS, z, hi.w); }
+        let sums = x_tile[lid] * factor;
+        store_row(first, z, sums.x);
+        if (ROWS_PER_LANE > 1u) { store_row(first + PASS, z, sums.y); }
+        if (ROWS_PER_LANE > 2u) { store_row(first + 2u * PASS, z, sums.z); }
+        if (ROWS_PER_LANE > 3u) { store_row(first + 3u * PASS, z, sums.w); }
     }
 }

@@ -325,8 +325,8 @@ fn grouped_rows_on_large_matrices() {
         (Format::Bf16, 4, &wide),
         (Format::Int8, 4, &wide),
         (Format::Fp8E4m3, 4, &wide),
-        (Format::Nvfp4, 8, &wide),
-        (Format::Mxfp4, 8, &wide),
+        (Format::Nvfp4, 4, &wide),
+        (Format::Mxfp4, 4, &wide),
     ] {
         let k = x.len();
         let x_buf = storage_buffer(&ctx, "x", x).unwrap();

@@ -193,17 +193,14 @@ pub(crate) struct GemvKernel {
 /// GPU several times over.
 const MIN_WORKGROUPS: u64 = 512;
 
-/// Rows each lane group computes: up to 4 for 32-, 16- and 8-bit weights and 8 for 4-bit ones,
-/// but only while the launch keeps `MIN_WORKGROUPS`: the model's small matrices need the
-/// workgroups more than the loads in flight. gemv.wgsl loads each row's next chunk while it
-/// decodes the current one, so a lane has two chunks of every row in flight; FP4, whose
-/// 1024-element tile gives a lane a single chunk of each row, needs the most rows. (H200,
-/// 256 MiB of f32 weights: 1 row per lane group streamed 0.96 of a copy's bandwidth, 4 rows 1.18.)
+/// Rows each lane group computes: up to 4 (gemv.wgsl's most), but only while the launch keeps
+/// `MIN_WORKGROUPS`: the model's small matrices need the workgroups more than the loads in
+/// flight. gemv.wgsl loads each row's next chunk while it decodes the current one, so a lane has
+/// two chunks of every row in flight. (H200, 256 MiB of f32 weights: 1 row per lane group
+/// streamed 0.96 of a copy's bandwidth, 4 rows 1.18; FP4 streamed as fast at 4 rows as at 8
+/// once it decoded part by part, docs/BENCHMARKS.md.)
 pub fn rows_per_lane(shape: GemvShape) -> u32 {
-    let most = match matrix::code_bits(shape.format) {
-        4 => 8,
-        _ => 4,
-    };
+    let most = 4;
     let pass = u64::from(WORKGROUP / shape.lanes);
     let mut r = most;
     while r > 1 && u64::from(shape.m).div_ceil(pass * u64::from(r)) < MIN_WORKGROUPS {
@@ -380,7 +377,7 @@ mod tests {
         use super::{rows_per_lane, GemvShape};
         use crate::quant::Format;
         let big = GemvShape::new(58_112, 8192);
-        assert_eq!(rows_per_lane(big.with_format(Format::Nvfp4)), 8);
+        assert_eq!(rows_per_lane(big.with_format(Format::Nvfp4)), 4);
         assert_eq!(rows_per_lane(big.with_format(Format::Int8)), 4);
         assert_eq!(rows_per_lane(big), 4);
         // deepseek-mini's largest projection keeps one row per lane group.
@@ -388,7 +385,7 @@ mod tests {
             rows_per_lane(GemvShape::new(768, 256).with_format(Format::Nvfp4)),
             1
         );
-        // 8192 rows in 8-row passes: 1024 workgroups at 1 row, 512 at 2.
+        // 8192 rows in 8-row passes: 1024 workgroups at 1 row, 512 at 2, 256 at 4.
         assert_eq!(
             rows_per_lane(GemvShape::new(8192, 256).with_format(Format::Mxfp4)),
             2
