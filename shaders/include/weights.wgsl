@@ -92,16 +92,16 @@ fn load_x(codes: u32, scales: u32, j: u32) -> vec4<f32> {
 // and converts two at a time with `unpack2x16float`: a handful of integer operations per element,
 // which is what these kernels are bound by once their loads are in flight. Minifloats: an E4M3 or
 // E2M1 code's exponent and mantissa bits, moved into an f16's, make an f16 whose value is the
-// code's value times a power of two (2^-8 for E4M3, 2^-14 for E2M1, folded into the block
-// scale), subnormal codes included, since f16's own subnormals are exact.
+// code's value times a power of two (2^-8 for E4M3, 2^-14 for E2M1, undone by matrix_factor),
+// subnormal codes included, since f16's own subnormals are exact.
 
 // acc + Σ of the 8 E2M1 elements of `word` (× 2^-14) times xa (elements 0-3) and xb (4-7), as one
 // chain of FMAs (two dot()s and an add per word made MXFP4's gemv 4% slower on the H200). The
 // codes sit in engine::quant::pack's sign-split slots, documented there: slot 0 of each 16-bit
 // half is already an f16's sign, low exponent bits and top mantissa bit, slot 1 is slot 0 three
 // bits down, and slots 2 and 3 move sign and magnitude with a shift each. Eleven integer
-// operations per word where contiguous nibbles took fifteen, at half the issue rate of float
-// operations on the H200.
+// operations per word where contiguous nibbles took fifteen: FP4's gemv is bound by its
+// instruction count (docs/BENCHMARKS.md, "Word by word").
 fn fp4_word_fma(word: u32, xa: vec4<f32>, xb: vec4<f32>, acc: f32) -> f32 {
     let p0 = unpack2x16float(word & 0x8E008E00u);
     let p1 = unpack2x16float((word << 3u) & 0x8E008E00u);
