@@ -99,14 +99,15 @@ fn load_x(codes: u32, scales: u32, j: u32) -> vec4<f32> {
 // chain of FMAs (two dot()s and an add per word made MXFP4's gemv 4% slower on the H200). The
 // codes sit in engine::quant::pack's sign-split slots, documented there: slot 0 of each 16-bit
 // half is already an f16's sign, low exponent bits and top mantissa bit, slot 1 is slot 0 three
-// bits down, and slots 2 and 3 move sign and magnitude with a shift each. Eleven integer
-// operations per word where contiguous nibbles took fifteen: FP4's gemv is bound by its
-// instruction count (docs/BENCHMARKS.md, "Word by word").
+// bits down, and slots 2 and 3 reach slot 0's places with one carry-free multiplication each
+// (a mask, a multiply-add, a mask). Nine integer operations per word where contiguous nibbles
+// took fifteen: FP4's gemv is bound by its instruction count (docs/BENCHMARKS.md, "Word by
+// word").
 fn fp4_word_fma(word: u32, xa: vec4<f32>, xb: vec4<f32>, acc: f32) -> f32 {
     let p0 = unpack2x16float(word & 0x8E008E00u);
     let p1 = unpack2x16float((word << 3u) & 0x8E008E00u);
-    let p2 = unpack2x16float(((word << 9u) & 0x0E000E00u) | ((word << 2u) & 0x80008000u));
-    let p3 = unpack2x16float(((word << 6u) & 0x0E000E00u) | ((word << 1u) & 0x80008000u));
+    let p2 = unpack2x16float(((word & 0x40074007u) * 514u) & 0x8E008E00u);
+    let p3 = unpack2x16float(((word & 0x20382038u) * 68u) & 0x8E008E00u);
     var s = fma(p0.x, xa.x, acc);
     s = fma(p1.x, xa.y, s);
     s = fma(p2.x, xa.z, s);

@@ -5,20 +5,24 @@
 //!
 //! FP4 (E2M1) codes are the exception: `pack_e2m1` keeps 8 to a word and rows on whole words, but
 //! splits each code's sign from its magnitude, so that a GPU turns a word into four f16 pairs with
-//! 11 integer operations instead of 15 (shaders/include/weights.wgsl, `fp4_word_fma`). Element
+//! 9 integer operations instead of 15 (shaders/include/weights.wgsl, `fp4_word_fma`). Element
 //! `i` of a word sits in its half `h = i / 4` (bits `16h` to `16h + 15`) at slot `k = i % 4`:
 //!
 //! | slot k | magnitude (code bits 0-2, `ee.m`) | sign (code bit 3) |
 //! |---|---|---|
 //! | 0 | bits 9-11 | bit 15 |
 //! | 1 | bits 6-8 | bit 12 |
-//! | 2 | bits 0-2 | bit 13 |
-//! | 3 | bits 3-5 | bit 14 |
+//! | 2 | bits 0-2 | bit 14 |
+//! | 3 | bits 3-5 | bit 13 |
 //!
 //! Slot 0 is where an f16 keeps its lowest two exponent bits, its top mantissa bit and its sign,
 //! so `word & 0x8E008E00` is elements 0 and 4 as f16s (× 2^-14); slot 1 is slot 0 moved down by
-//! three bits, in sign and magnitude alike; slots 2 and 3 fill the bits left over, their signs
-//! apart from their magnitudes (no third copy of slot 0's shape fits in 16 bits).
+//! three bits, in sign and magnitude alike. Slots 2 and 3 fill the bits left over (no third copy
+//! of slot 0's shape fits in 16 bits), their signs apart from their magnitudes, and placed so that
+//! one multiplication moves both: slot 2 masked out of the word, times 2^9 + 2^1, has its
+//! magnitude 9 bits up and its sign 1 bit up, where slot 0's are, and no two of its bits meet
+//! (none are 8 apart), so no carry corrupts them; slot 3, times 2^6 + 2^2, likewise (none 4
+//! apart).
 
 /// Words one row of `cols` codes of `bits` bits takes.
 pub fn words_per_row(cols: usize, bits: u32) -> usize {
@@ -54,7 +58,7 @@ pub fn pack(codes: &[u32], cols: usize, bits: u32) -> Vec<u32> {
 
 /// Where slot k's magnitude and sign start within a 16-bit half (the table above).
 const E2M1_MAGNITUDE_BIT: [u32; 4] = [9, 6, 0, 3];
-const E2M1_SIGN_BIT: [u32; 4] = [15, 12, 13, 14];
+const E2M1_SIGN_BIT: [u32; 4] = [15, 12, 14, 13];
 
 /// E2M1 `code` (4 bits) as element `i` (0-7) of a word.
 fn place_e2m1(code: u32, i: usize) -> u32 {
@@ -165,6 +169,28 @@ mod tests {
             let words = pack(&codes, cols, bits);
             prop_assert_eq!(words.len(), rows * words_per_row(cols, bits));
             prop_assert_eq!(unpack(&words, rows, cols, bits), codes);
+        }
+
+        /// The bit operations of weights.wgsl's `fp4_word_fma`, on any 8 codes: four f16 pairs
+        /// (elements k and k + 4 in pair k) whose values are the codes' × 2^-14, so that the
+        /// other slots' bits (carries included) never reach a pair.
+        #[test]
+        fn the_gpu_decode_of_a_word_gives_every_code(codes in proptest::array::uniform8(0u32..16)) {
+            let word = pack_e2m1(&codes, 8)[0];
+            let m = 0x8E00_8E00u32;
+            let pairs = [
+                word & m,
+                (word << 3) & m,
+                ((word & 0x4007_4007).wrapping_mul(514)) & m,
+                ((word & 0x2038_2038).wrapping_mul(68)) & m,
+            ];
+            for (i, &code) in codes.iter().enumerate() {
+                let (k, half) = (i % 4, i / 4);
+                let bits = (pairs[k] >> (16 * half)) as u16;
+                let got = half::f16::from_bits(bits).to_f32();
+                let want = super::super::minifloat::E2M1.decode(code as u8) * 2f32.powi(-14);
+                prop_assert_eq!(got.to_bits(), want.to_bits(), "element {} code {:#x}", i, code);
+            }
         }
 
         #[test]
