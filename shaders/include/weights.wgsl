@@ -100,7 +100,7 @@ fn load_x(codes: u32, scales: u32, j: u32) -> vec4<f32> {
 // codes sit in engine::quant::pack's sign-split slots, documented there: slot 0 of each 16-bit
 // half is already an f16's sign, low exponent bits and top mantissa bit, slot 1 is slot 0 three
 // bits down, and slots 2 and 3 reach slot 0's places with one carry-free multiplication each
-// (a mask, a multiply-add, a mask). Nine integer operations per word where contiguous nibbles
+// (a mask, a multiplication, a mask). Nine integer operations per word where contiguous nibbles
 // took fifteen: FP4's gemv is bound by its instruction count (docs/BENCHMARKS.md, "Word by
 // word").
 fn fp4_word_fma(word: u32, xa: vec4<f32>, xb: vec4<f32>, acc: f32) -> f32 {
