@@ -9,6 +9,9 @@
 // Constraints: K a multiple of a chunk's elements, M ≥ 1.
 
 override LANES: u32 = 32u;
+// A lane's two rows (weights.wgsl's RowChunks): row m of the gate matrix and row m of the up
+// matrix, decoded part by part after one read of their x.
+const ROWS_PER_LANE: u32 = 2u;
 const WORKGROUP: u32 = 256u;
 const TILE_K4: u32 = 256u;
 
@@ -60,8 +63,8 @@ fn gate_up_swiglu(
     let up = gate + params.up_offset;
     let x_base = params.x_offset + z * params.x_stride;
 
-    var acc_gate = 0.0;
-    var acc_up = 0.0;
+    // Gate in x, up in y.
+    var acc = vec4(0.0);
     for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
         let tile_len = min(TILE_K4, k4 - t0);
         for (var i = lid; i < tile_len; i += WORKGROUP) {
@@ -71,21 +74,23 @@ fn gate_up_swiglu(
         if (live) {
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
                 let c = t0 / CHUNK_X4 + i;
-                let q_gate = weight_chunk(gate, params.m, params.k, row, c);
-                let q_up = weight_chunk(up, params.m, params.k, row, c);
-                acc_gate += weight_chunk_dot(q_gate, 0u, i);
-                acc_up += weight_chunk_dot(q_up, 0u, i);
+                let q = RowChunks(
+                    weight_chunk(gate, params.m, params.k, row, c),
+                    weight_chunk(up, params.m, params.k, row, c),
+                    WeightChunk(), WeightChunk(),
+                );
+                acc = rows_dot(q, 0u, i, acc);
             }
         }
         workgroupBarrier();
     }
 
     if (live) {
-        acc_gate *= matrix_factor(gate, params.m, params.k);
-        acc_up *= matrix_factor(up, params.m, params.k);
+        acc.x *= matrix_factor(gate, params.m, params.k);
+        acc.y *= matrix_factor(up, params.m, params.k);
     }
-    partial_gate[lid] = acc_gate;
-    partial_up[lid] = acc_up;
+    partial_gate[lid] = acc.x;
+    partial_up[lid] = acc.y;
     workgroupBarrier();
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if (lane < stride) {

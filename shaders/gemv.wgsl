@@ -33,13 +33,10 @@ override LANES: u32 = 32u;
 // until 2026-12-04: once FP4 decoded part by part, 8 rows were no faster than 4 on the H200,
 // with twice the registers.)
 //
-// The rows are written out one by one (RowChunks q0..q3, Rows a0..a3) rather than as arrays
-// indexed in a loop: naga clamps every dynamic index into a function-scope array, and the clamped
-// indices kept the arrays in local memory. Written out, the rows past ROWS_PER_LANE are branches
-// on a pipeline constant that the driver removes. (H200, 256 MiB of weights, together with
-// weights.wgsl's transposed x tile: int8 0.65 → 0.87 of a copy's bandwidth, FP4 0.43 → 0.55;
-// the pipelined steps then took int8 to 0.96 and FP4 to 0.59-0.65, and decoding the rows part
-// by part FP4 further; docs/BENCHMARKS.md.)
+// The rows are weights.wgsl's RowChunks, written out rather than arrays (see there). (H200,
+// 256 MiB of weights, together with weights.wgsl's transposed x tile: int8 0.65 → 0.87 of a
+// copy's bandwidth, FP4 0.43 → 0.55; the pipelined steps then took int8 to 0.96 and FP4 to
+// 0.59-0.65, and decoding the rows part by part FP4 further; docs/BENCHMARKS.md.)
 override ROWS_PER_LANE: u32 = 1u;
 const WORKGROUP: u32 = 256u;
 // Lane groups in a workgroup: rows per pass over the lane groups.
@@ -81,12 +78,6 @@ fn row_of(first: u32, r: u32) -> u32 {
     return min(first + r * PASS, params.m - 1u);
 }
 
-// Chunk c of each of a lane group's rows, codes and scale, r0 to r3 (those past ROWS_PER_LANE
-// stay zero).
-struct RowChunks {
-    q0: WeightChunk, q1: WeightChunk, q2: WeightChunk, q3: WeightChunk,
-}
-
 fn load_rows(matrix: u32, k: u32, first: u32, c: u32) -> RowChunks {
     var q: RowChunks;
     q.q0 = weight_chunk(matrix, params.m, k, row_of(first, 0u), c);
@@ -94,48 +85,6 @@ fn load_rows(matrix: u32, k: u32, first: u32, c: u32) -> RowChunks {
     if (ROWS_PER_LANE > 2u) { q.q2 = weight_chunk(matrix, params.m, k, row_of(first, 2u), c); }
     if (ROWS_PER_LANE > 3u) { q.q3 = weight_chunk(matrix, params.m, k, row_of(first, 3u), c); }
     return q;
-}
-
-// One f32 per row of a lane group (rows past ROWS_PER_LANE stay zero).
-struct Rows {
-    a0: f32, a1: f32, a2: f32, a3: f32,
-}
-
-// t + part p of each row's chunk dotted with x, the part's x read once for all rows.
-fn rows_fma(q: RowChunks, p: u32, x: XPart, t: Rows) -> Rows {
-    var o = t;
-    o.a0 = part_fma(q.q0.codes, p, x, o.a0);
-    if (ROWS_PER_LANE > 1u) { o.a1 = part_fma(q.q1.codes, p, x, o.a1); }
-    if (ROWS_PER_LANE > 2u) { o.a2 = part_fma(q.q2.codes, p, x, o.a2); }
-    if (ROWS_PER_LANE > 3u) { o.a3 = part_fma(q.q3.codes, p, x, o.a3); }
-    return o;
-}
-
-// acc + t times each row's block scale: of parts 0-1 (block 0) or of parts 2-3 (block 1).
-fn rows_scale(q: RowChunks, block: u32, t: Rows, acc: Rows) -> Rows {
-    var o = acc;
-    o.a0 = fma(t.a0, chunk_scales(q.q0)[block], o.a0);
-    if (ROWS_PER_LANE > 1u) { o.a1 = fma(t.a1, chunk_scales(q.q1)[block], o.a1); }
-    if (ROWS_PER_LANE > 2u) { o.a2 = fma(t.a2, chunk_scales(q.q2)[block], o.a2); }
-    if (ROWS_PER_LANE > 3u) { o.a3 = fma(t.a3, chunk_scales(q.q3)[block], o.a3); }
-    return o;
-}
-
-// acc + the rows' chunks dotted with x chunk i of the tile at slot `tile`, part by part
-// (weights.wgsl's weight_chunk_dot for a lane group's rows).
-fn rows_dot(q: RowChunks, tile: u32, i: u32, acc: Rows) -> Rows {
-    var sum = acc;
-    var part = rows_fma(q, 0u, x_part(tile, i, 0u), Rows());
-    if (PARTS > 1u) {
-        part = rows_fma(q, 1u, x_part(tile, i, 1u), part);
-        if (FORMAT == 5u) {
-            sum = rows_scale(q, 0u, part, sum);
-            part = Rows();
-        }
-        part = rows_fma(q, 2u, x_part(tile, i, 2u), part);
-        part = rows_fma(q, 3u, x_part(tile, i, 3u), part);
-    }
-    return rows_scale(q, 1u, part, sum);
 }
 
 // Writes row `row` of token z (rows past M are dropped).
@@ -191,7 +140,7 @@ fn gemv(
     }
     workgroupBarrier();
 
-    var acc = Rows();
+    var acc = vec4(0.0);
     for (var t = 0u; t < tiles; t++) {
         // The next tile's x, in flight during this tile's steps and stored after them.
         let next_len = min(TILE_K4, k4 - min(k4, (t + 1u) * TILE_K4));
@@ -228,7 +177,7 @@ fn gemv(
     // The rows' partial sums, reduced at once as one vec4 per lane in the x tile (the last
     // step's barrier has passed, so nobody reads x any more): one tree of log2(LANES) barriers
     // for all rows; a tree per row cost about a tenth of an FP4 workgroup's time.
-    x_tile[lid] = vec4(acc.a0, acc.a1, acc.a2, acc.a3);
+    x_tile[lid] = acc;
     workgroupBarrier();
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if (lane < stride) {

@@ -17,6 +17,8 @@
 
 const ROWS: u32 = 16u;
 const LANES: u32 = 16u;
+// One row per lane (weights.wgsl's RowChunks, in q0; its sum in x).
+const ROWS_PER_LANE: u32 = 1u;
 const WORKGROUP: u32 = 256u;
 const TILE_K4: u32 = 256u;
 
@@ -57,7 +59,7 @@ fn qkv_rope_scale(
     let k4 = params.k / 4u;
     let x_base = z * params.x_stride;
 
-    var acc = 0.0;
+    var acc = vec4(0.0);
     for (var t0 = 0u; t0 < k4; t0 += TILE_K4) {
         let tile_len = min(TILE_K4, k4 - t0);
         for (var i = lid; i < tile_len; i += WORKGROUP) {
@@ -68,12 +70,12 @@ fn qkv_rope_scale(
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
                 let c = t0 / CHUNK_X4 + i;
                 let q = weight_chunk(0u, params.m, params.k, row, c);
-                acc += weight_chunk_dot(q, 0u, i);
+                acc = rows_dot(RowChunks(q, WeightChunk(), WeightChunk(), WeightChunk()), 0u, i, acc);
             }
         }
         workgroupBarrier();
     }
-    partial[lid] = acc * matrix_factor(0u, params.m, params.k);
+    partial[lid] = acc.x * matrix_factor(0u, params.m, params.k);
     workgroupBarrier();
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if (lane < stride) {

@@ -1,7 +1,7 @@
 // weights: reading one weight matrix in any of the sandbox's formats, dequantized in registers.
 // Prepended to every kernel that streams weights (gemv, gate_up_swiglu, qkv_rope_scale); those
 // declare `w: array<vec4<u32>>`, `x_tile: array<vec4<f32>, N>` (N = TILE_K4, or twice that for
-// double-buffered tiles) and TILE_K4, which the functions here use.
+// double-buffered tiles), TILE_K4 and ROWS_PER_LANE, which the functions here use.
 //
 // The layout is engine::quant::matrix's (documented there once): a matrix is a run of 16-byte
 // chunks, first its codes row-major (K / elements-per-chunk chunks per row, little-endian in each
@@ -258,21 +258,54 @@ fn matrix_factor(base: u32, m: u32, k: u32) -> f32 {
     }
 }
 
-// Chunk q (weight_chunk) dotted with x chunk i of the tile at slot `tile`, its block scales
-// applied; the row's sum still needs matrix_factor. For kernels that compute one row per lane;
-// gemv decodes its rows part by part instead.
-fn weight_chunk_dot(q: WeightChunk, tile: u32, i: u32) -> f32 {
-    let s = chunk_scales(q);
-    var part = part_fma(q.codes, 0u, x_part(tile, i, 0u), 0.0);
-    var sum = 0.0;
+// --- A lane's rows. A lane decodes the same chunk of up to 4 rows (gemv's rows of one matrix,
+// gate_up_swiglu's gate and up rows) part by part: it reads part p's x once and decodes that
+// part of every row, so x is read once for all of them. Each kernel declares ROWS_PER_LANE
+// (1 to 4). The rows are written out (q0..q3, one vec4 lane each) rather than kept in arrays
+// indexed in a loop: naga clamps every dynamic index into a function-scope array, and the
+// clamped indices kept the arrays in local memory. Written out, the rows past ROWS_PER_LANE are
+// branches on a constant that the driver removes.
+
+// Chunk c of each of a lane's rows, codes and scale (those past ROWS_PER_LANE stay zero).
+struct RowChunks {
+    q0: WeightChunk, q1: WeightChunk, q2: WeightChunk, q3: WeightChunk,
+}
+
+// t + part p of each row's chunk dotted with x; row r's sum is lane r of the vec4.
+fn rows_fma(q: RowChunks, p: u32, x: XPart, t: vec4<f32>) -> vec4<f32> {
+    var o = t;
+    o.x = part_fma(q.q0.codes, p, x, o.x);
+    if (ROWS_PER_LANE > 1u) { o.y = part_fma(q.q1.codes, p, x, o.y); }
+    if (ROWS_PER_LANE > 2u) { o.z = part_fma(q.q2.codes, p, x, o.z); }
+    if (ROWS_PER_LANE > 3u) { o.w = part_fma(q.q3.codes, p, x, o.w); }
+    return o;
+}
+
+// acc + t times each row's block scale: of parts 0-1 (block 0) or of parts 2-3 (block 1).
+fn rows_scale(q: RowChunks, block: u32, t: vec4<f32>, acc: vec4<f32>) -> vec4<f32> {
+    var o = acc;
+    o.x = fma(t.x, chunk_scales(q.q0)[block], o.x);
+    if (ROWS_PER_LANE > 1u) { o.y = fma(t.y, chunk_scales(q.q1)[block], o.y); }
+    if (ROWS_PER_LANE > 2u) { o.z = fma(t.z, chunk_scales(q.q2)[block], o.z); }
+    if (ROWS_PER_LANE > 3u) { o.w = fma(t.w, chunk_scales(q.q3)[block], o.w); }
+    return o;
+}
+
+// acc + the rows' chunks dotted with x chunk i of the tile at slot `tile` (0, or TILE_K4 for a
+// kernel that double-buffers its tiles), part by part, block scales applied; each row's sum
+// still needs matrix_factor.
+fn rows_dot(q: RowChunks, tile: u32, i: u32, acc: vec4<f32>) -> vec4<f32> {
+    var sum = acc;
+    var part = rows_fma(q, 0u, x_part(tile, i, 0u), vec4(0.0));
     if (PARTS > 1u) {
-        part = part_fma(q.codes, 1u, x_part(tile, i, 1u), part);
+        part = rows_fma(q, 1u, x_part(tile, i, 1u), part);
         if (FORMAT == 5u) {
-            sum = part * s.x;
-            part = 0.0;
+            // NVFP4: parts 0-1 and 2-3 are two blocks.
+            sum = rows_scale(q, 0u, part, sum);
+            part = vec4(0.0);
         }
-        part = part_fma(q.codes, 2u, x_part(tile, i, 2u), part);
-        part = part_fma(q.codes, 3u, x_part(tile, i, 3u), part);
+        part = rows_fma(q, 2u, x_part(tile, i, 2u), part);
+        part = rows_fma(q, 3u, x_part(tile, i, 3u), part);
     }
-    return fma(part, s.y, sum);
+    return rows_scale(q, 1u, part, sum);
 }

@@ -200,9 +200,8 @@ const MIN_WORKGROUPS: u64 = 512;
 /// streamed 0.96 of a copy's bandwidth, 4 rows 1.18; FP4 streamed as fast at 4 rows as at 8
 /// once it decoded part by part, docs/BENCHMARKS.md.)
 pub fn rows_per_lane(shape: GemvShape) -> u32 {
-    let most = 4;
     let pass = u64::from(WORKGROUP / shape.lanes);
-    let mut r = most;
+    let mut r = 4;
     while r > 1 && u64::from(shape.m).div_ceil(pass * u64::from(r)) < MIN_WORKGROUPS {
         r /= 2;
     }

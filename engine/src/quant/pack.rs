@@ -1,10 +1,10 @@
 //! Codes packed into u32 words, the way the quantized GEMVs will read them: `32 / bits` codes per
 //! word, element i of a row in bits `[bits·(i mod n), bits·(i mod n) + bits)` of the row's word
 //! `i / n` (little-endian within the word), every row starting on a new word (a row's tail is
-//! zero-padded). 4-bit codes: 8 per word; 8-bit: 4; 16-bit: 2.
+//! zero-padded). 8-bit codes: 4 per word; 16-bit: 2.
 //!
-//! FP4 (E2M1) codes are the exception: `pack_e2m1` keeps 8 to a word and rows on whole words, but
-//! splits each code's sign from its magnitude, so that a GPU turns a word into four f16 pairs with
+//! FP4 (E2M1) codes are the exception, and `pack` refuses them: `pack_e2m1` keeps 8 to a word and
+//! rows on whole words, but splits each code's sign from its magnitude, so that a GPU turns a word into four f16 pairs with
 //! 9 integer operations instead of 15 (shaders/include/weights.wgsl, `fp4_word_fma`). Element
 //! `i` of a word sits in its half `h = i / 4` (bits `16h` to `16h + 15`) at slot `k = i % 4`:
 //!
@@ -37,8 +37,9 @@ fn per_word(bits: u32) -> usize {
     (32 / bits) as usize
 }
 
-/// Packs row-major `codes` (`rows × cols`, each below `2^bits`).
+/// Packs row-major `codes` (`rows × cols`, each below `2^bits`; 8, 16 or 32 bits).
 pub fn pack(codes: &[u32], cols: usize, bits: u32) -> Vec<u32> {
+    assert!(bits != 4, "pack: E2M1 codes are packed by pack_e2m1");
     let n = per_word(bits);
     let wpr = words_per_row(cols, bits);
     let rows = codes.len().checked_div(cols).unwrap_or(0);
@@ -97,7 +98,8 @@ pub fn unpack_e2m1(words: &[u32], rows: usize, cols: usize) -> Vec<u32> {
 }
 
 /// The inverse of `pack`.
-pub fn unpack(words: &[u32], rows: usize, cols: usize, bits: u32) -> Vec<u32> {
+#[cfg(test)]
+fn unpack(words: &[u32], rows: usize, cols: usize, bits: u32) -> Vec<u32> {
     let n = per_word(bits);
     let wpr = words_per_row(cols, bits);
     let mask = if bits == 32 {
@@ -119,13 +121,19 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn nibbles_go_low_first_and_rows_start_on_a_word() {
-        // Two rows of 9 four-bit codes: 2 words each, the second word holding one code.
-        let codes: Vec<u32> = (0..18).map(|i| i % 16).collect();
-        let words = pack(&codes, 9, 4);
-        assert_eq!(words, [0x7654_3210, 0x8, 0x0FED_CBA9, 0x1]);
-        assert_eq!(unpack(&words, 2, 9, 4), codes);
-        assert_eq!(pack(&[0xAB, 0xCD], 2, 8), [0xCDAB]);
+    fn bytes_go_low_first_and_rows_start_on_a_word() {
+        // Two rows of 5 bytes: 2 words each, the second word holding one byte.
+        let codes: Vec<u32> = (0x10..0x1A).collect();
+        let words = pack(&codes, 5, 8);
+        assert_eq!(words, [0x1312_1110, 0x14, 0x1817_1615, 0x19]);
+        assert_eq!(unpack(&words, 2, 5, 8), codes);
+        assert_eq!(pack(&[0xABCD, 0x1234], 2, 16), [0x1234_ABCD]);
+    }
+
+    #[test]
+    #[should_panic(expected = "pack_e2m1")]
+    fn four_bit_codes_are_refused() {
+        pack(&[1, 2], 2, 4);
     }
 
     #[test]
@@ -157,7 +165,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
         fn pack_then_unpack_is_the_identity(
-            bits in prop_oneof![Just(4u32), Just(8), Just(16), Just(32)],
+            bits in prop_oneof![Just(8u32), Just(16), Just(32)],
             rows in 1usize..6,
             cols in 1usize..40,
             seed in any::<u64>(),
