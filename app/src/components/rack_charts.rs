@@ -8,11 +8,13 @@ use moescope_engine::rack::{Evaluation, WaterfallStep};
 
 use super::ticks::nice_ticks;
 
-/// The parts of a step, in stacking order, with their legend class (style.css `.part0`…).
+/// The parts of a step, in stacking order, with their legend class (style.css `.part0`…). A
+/// kernel's time is the longer of its FLOPs and its bytes (the roofline), and it counts as
+/// compute- or memory-bound by which one that is.
 fn parts(b: &Breakdown) -> [(&'static str, f64); 4] {
     [
-        ("compute", b.compute_us),
-        ("memory", b.memory_us),
+        ("compute-bound kernels", b.compute_us),
+        ("memory-bound kernels", b.memory_us),
         // What overlap hides comes out of communication: the bar shows what is left exposed.
         (
             "communication (exposed)",

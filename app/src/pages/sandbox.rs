@@ -23,9 +23,5 @@ pub fn SandboxPage() -> impl IntoView {
         <GeneratePanel initial=initial />
         <DecodeBenchPanel />
         <KernelCheck />
-        <section class="card placeholder">
-            <h2>"Coming next"</h2>
-            <p>"FP8 activations (E4M3 with a scale per 1×128 tile) in the MoE dispatch records, as the fused AllToAll sends them; the CPU fallback in a Web Worker."</p>
-        </section>
     }
 }
