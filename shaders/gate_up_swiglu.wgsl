@@ -4,8 +4,9 @@
 //
 // Expert e has two [M, K] matrices in the layout of weights.wgsl (prepended to this file): the
 // gate matrix at its start, the up matrix up_offset chunks further on.
-// Grid, tiling, lanes and the layout fields are those of gemv.wgsl (see there): one workgroup
-// computes 256 / LANES output rows of one token z; grouped experts read their id from route_meta.
+// Grid, tiling, lanes and the layout (gemv_layout.wgsl, prepended) are those of gemv.wgsl (see
+// there): one workgroup computes 256 / LANES output rows of one token z; grouped experts read
+// their id from route_meta.
 // Constraints: K a multiple of a chunk's elements, M ≥ 1.
 
 override LANES: u32 = 32u;
@@ -14,31 +15,6 @@ override LANES: u32 = 32u;
 const ROWS_PER_LANE: u32 = 2u;
 const WORKGROUP: u32 = 256u;
 const TILE_K4: u32 = 256u;
-
-struct GemvParams {
-    m: u32,
-    k: u32,
-    tokens: u32,
-    experts: u32,
-    w_offset: u32,
-    expert_stride: u32,
-    meta_stride: u32,
-    x_stride: u32,
-    x_offset: u32,
-    y_stride: u32,
-    y_offset: u32,
-    seg: u32,
-    seg_stride: u32,
-    up_offset: u32,
-    x_scales: u32,
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> params: GemvParams;
-@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;        // [experts] gate, up matrices
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;        // [T] rows of K/4
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;        // [T] rows of M
-@group(0) @binding(4) var<storage, read> route_meta: array<u32>;           // [T] records (grouped)
 
 var<workgroup> x_tile: array<vec4<f32>, TILE_K4>;
 var<workgroup> partial_gate: array<f32, WORKGROUP>;

@@ -12,9 +12,10 @@
 // flight. Each lane keeps one partial sum per row; the rows' partials are reduced together in
 // workgroup memory at the end, then scaled by the matrix's factor.
 //
-// Layout (GemvParams): W starts at chunk w_offset. Grouped experts (expert_stride > 0): W holds
-// `experts` matrices expert_stride chunks apart, and token z uses the one named by
-// route_meta[z·meta_stride] (a dispatch record's expert id). x row z starts at x_offset + z·x_stride
+// Layout (GemvParams and the bindings are in gemv_layout.wgsl, prepended): W starts at chunk
+// w_offset. Grouped experts (expert_stride > 0): W holds `experts` matrices expert_stride chunks
+// apart, and token z uses the one named by route_meta[z·meta_stride] (a dispatch record's
+// expert id). x row z starts at x_offset + z·x_stride
 // (vec4s). Output row m of token z goes to y[y_offset + z·y_stride + (m / seg)·seg_stride + m % seg]:
 // seg = M is a plain row; a smaller seg scatters the row into an interleaved layout (MLA writes
 // each head's part straight into its slot of the concatenated query).
@@ -43,31 +44,6 @@ const WORKGROUP: u32 = 256u;
 override PASS: u32 = WORKGROUP / LANES;
 // 1024 floats of x per tile; equal to WORKGROUP, so that each invocation stages one vec4 of it.
 const TILE_K4: u32 = 256u;
-
-struct GemvParams {
-    m: u32,
-    k: u32,
-    tokens: u32,
-    experts: u32,
-    w_offset: u32,
-    expert_stride: u32,
-    meta_stride: u32,
-    x_stride: u32,
-    x_offset: u32,
-    y_stride: u32,
-    y_offset: u32,
-    seg: u32,
-    seg_stride: u32,
-    up_offset: u32,
-    x_scales: u32,
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<uniform> params: GemvParams;
-@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;        // [experts] matrices (weights.wgsl)
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;        // [T] rows of K/4
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;        // [T] rows of M
-@group(0) @binding(4) var<storage, read> route_meta: array<u32>;           // [T] records (grouped)
 
 // Two x tiles: tile t is read from buffer t % 2 while tile t + 1 is staged into the other.
 var<workgroup> x_tile: array<vec4<f32>, 2 * TILE_K4>;

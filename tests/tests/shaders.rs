@@ -1,31 +1,19 @@
-//! Every WGSL file parses and validates with naga, the compiler wgpu itself uses, so a shader
-//! error fails here with its line and message rather than as a device error at run time. A
-//! kernel that streams weights or codes FP8 is validated as the engine compiles it: after
-//! shaders/include/fp8.wgsl (and weights.wgsl).
+//! Every kernel's WGSL parses and validates with naga, the compiler wgpu itself uses, exactly as
+//! the engine compiles it (`kernels::SHADERS`: its includes prepended), so a shader error fails
+//! here with its line and message rather than as a device error at run time. Every file in
+//! shaders/ is some kernel's, and every kernel's entry point is named after its file.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
+use moescope_engine::kernels::SHADERS;
+
 #[test]
-fn every_shader_parses_and_validates() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shaders");
-    let mut checked = 0;
-    for entry in std::fs::read_dir(&dir).expect("shaders/ exists") {
-        let path = entry.expect("readable entry").path();
-        if path.extension().and_then(|e| e.to_str()) != Some("wgsl") {
-            continue;
-        }
-        let mut source = std::fs::read_to_string(&path).expect("readable shader");
-        let include = |name: &str| {
-            std::fs::read_to_string(dir.join("include").join(name))
-                .unwrap_or_else(|e| panic!("include/{name}: {e}"))
-        };
-        if source.contains("weight_chunk(") {
-            source = include("fp8.wgsl") + &include("weights.wgsl") + &source;
-        } else if source.contains("e4m3_encode") {
-            source = include("fp8.wgsl") + &source;
-        }
-        let module = naga::front::wgsl::parse_str(&source)
-            .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));
+fn every_kernel_parses_and_validates() {
+    for shader in SHADERS {
+        let source = shader.wgsl;
+        let module = naga::front::wgsl::parse_str(source)
+            .unwrap_or_else(|e| panic!("{}: {}", shader.name, e.emit_to_string(source)));
         naga::valid::Validator::new(
             naga::valid::ValidationFlags::all(),
             // unpack2x16float (the f16 weights) is core WGSL; naga files it under this
@@ -34,21 +22,30 @@ fn every_shader_parses_and_validates() {
             naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32,
         )
         .validate(&module)
-        .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));
-        // One name in two places: the file's stem is an entry point of the module.
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default();
+        .unwrap_or_else(|e| panic!("{}: {}", shader.name, e.emit_to_string(source)));
         assert!(
-            module.entry_points.iter().any(|ep| ep.name == stem),
-            "{}: no entry point named {stem}",
-            path.display()
+            module
+                .entry_points
+                .iter()
+                .any(|ep| ep.name == shader.entry_point),
+            "{}: no entry point named {}",
+            shader.name,
+            shader.entry_point
         );
-        checked += 1;
+        // One name in three places: the kernel, its file and its entry point.
+        assert_eq!(shader.name, shader.entry_point);
     }
-    assert!(
-        checked >= 2,
-        "expected at least gemv.wgsl and copy_vec4.wgsl, found {checked}"
-    );
+}
+
+#[test]
+fn every_shader_file_is_a_kernel() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shaders");
+    let files: BTreeSet<String> = std::fs::read_dir(&dir)
+        .expect("shaders/ exists")
+        .map(|entry| entry.expect("readable entry").path())
+        .filter(|path| path.extension().and_then(|e| e.to_str()) == Some("wgsl"))
+        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let kernels: BTreeSet<String> = SHADERS.iter().map(|s| s.name.to_string()).collect();
+    assert_eq!(files, kernels, "shaders/*.wgsl against kernels::SHADERS");
 }

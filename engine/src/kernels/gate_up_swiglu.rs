@@ -14,6 +14,7 @@ pub const SHADER: ShaderSource = ShaderSource {
     wgsl: concat!(
         include_str!("../../../shaders/include/fp8.wgsl"),
         include_str!("../../../shaders/include/weights.wgsl"),
+        include_str!("../../../shaders/include/gemv_layout.wgsl"),
         include_str!("../../../shaders/gate_up_swiglu.wgsl")
     ),
     entry_point: "gate_up_swiglu",

@@ -17,6 +17,7 @@ pub const SHADER: ShaderSource = ShaderSource {
     wgsl: concat!(
         include_str!("../../../shaders/include/fp8.wgsl"),
         include_str!("../../../shaders/include/weights.wgsl"),
+        include_str!("../../../shaders/include/gemv_layout.wgsl"),
         include_str!("../../../shaders/gemv.wgsl")
     ),
     entry_point: "gemv",

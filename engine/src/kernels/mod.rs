@@ -27,6 +27,35 @@ pub mod softmax;
 
 use crate::gpu::{bind_buffers, GpuContext, GpuError, ShaderSource};
 
+/// Every kernel's source as the engine compiles it (its includes prepended), so that a test can
+/// validate exactly that (tests/tests/shaders.rs).
+pub const SHADERS: [ShaderSource; 24] = [
+    add::SHADER,
+    add_rms_norm::SHADER,
+    copy_rows::SHADER,
+    copy_vec4::SHADER,
+    embed::SHADER,
+    fp8_round_trip::SHADER,
+    gate_up_swiglu::SHADER,
+    gather_rows::SHADER,
+    gemv::SHADER,
+    mla_scores::SHADER,
+    mla_split_k::SHADER,
+    mla_split_k::REDUCE,
+    mla_values::SHADER,
+    moe_combine::SHADER,
+    moe_dispatch::SHADER,
+    moe_route::SHADER,
+    moe_topk::SHADER,
+    qkv_rope_scale::SHADER,
+    rms_norm::SHADER,
+    rope::SHADER,
+    scatter_add::SHADER,
+    sigmoid::SHADER,
+    silu_mul::SHADER,
+    softmax::SHADER,
+];
+
 /// Invocations per workgroup of the one-invocation-per-element kernels.
 const FLAT_WORKGROUP: u64 = 256;
 
