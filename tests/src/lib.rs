@@ -72,3 +72,51 @@ impl SwigluReference {
         }
     }
 }
+
+/// Where qkv_rope_scale rotates and how it scales: `heads` periods of `period` rows, each ending
+/// in `dim` rotated rows, everything times `scale`.
+#[derive(Clone, Copy)]
+pub struct RopeEpilogue {
+    pub heads: usize,
+    pub period: usize,
+    pub dim: usize,
+    pub theta: f32,
+    pub scale: f32,
+}
+
+/// The reference for one token at position `pos` through qkv_rope_scale: W·x, rotated and
+/// scaled, and the magnitude its tolerance scales by (a rotated row mixes two rows, so a pair's
+/// rows both count the pair's Σ|w·x|).
+pub struct QkvRopeReference {
+    pub want: Vec<f32>,
+    pub magnitude: Vec<f64>,
+}
+
+impl QkvRopeReference {
+    pub fn new(w: &[f32], x: &[f32], m: usize, k: usize, rope: RopeEpilogue, pos: usize) -> Self {
+        use moescope_engine::model::reference::{gemv, gemv_magnitude, rope as rotate};
+        let RopeEpilogue {
+            heads,
+            period,
+            dim,
+            theta,
+            scale,
+        } = rope;
+        let mut want = gemv(w, x, m, k);
+        let mag = gemv_magnitude(w, x, m, k);
+        let mut magnitude = mag.clone();
+        for h in 0..heads {
+            let r = h * period + period - dim;
+            rotate(&mut want[r..r + dim], pos, theta);
+            for i in 0..dim / 2 {
+                let both = mag[r + i] + mag[r + i + dim / 2];
+                magnitude[r + i] = both;
+                magnitude[r + i + dim / 2] = both;
+            }
+        }
+        Self {
+            want: want.iter().map(|v| v * scale).collect(),
+            magnitude: magnitude.iter().map(|v| v * f64::from(scale)).collect(),
+        }
+    }
+}

@@ -10,7 +10,7 @@ use moescope_engine::kernels::{gate_up_swiglu, mla_split_k, qkv_rope_scale, rope
 use moescope_engine::model::reference;
 use moescope_engine::quant::Format::F32;
 use moescope_engine::rng::uniform_f32;
-use moescope_tests::{gpu, run, SwigluReference};
+use moescope_tests::{gpu, run, QkvRopeReference, RopeEpilogue, SwigluReference};
 
 /// Dispatch records as moe_dispatch writes them: `[expert, gate, scale, token | x]`.
 fn records(experts: &[u32], xs: &[Vec<f32>]) -> Vec<f32> {
@@ -186,26 +186,20 @@ fn qkv_rope_scale_matches_projection_then_rope_then_scale() {
     let got = run(&ctx, &y_buf, |pass| {
         qkv_rope_scale::dispatch(&ctx, pass, [&w_buf, &x_buf, &y_buf, &cs_buf], p, F32).unwrap();
     });
+    let epilogue = RopeEpilogue {
+        heads,
+        period,
+        dim,
+        theta,
+        scale,
+    };
     for tok in 0..t {
         let xt = &x[tok * k..(tok + 1) * k];
-        let mut want = reference::gemv(&w, xt, m, k);
-        let mag = reference::gemv_magnitude(&w, xt, m, k);
-        let mut pair_mag = mag.clone();
-        for h in 0..heads {
-            let r = h * period + period - dim;
-            reference::rope(&mut want[r..r + dim], pos0 + tok, theta);
-            for i in 0..dim / 2 {
-                let both = mag[r + i] + mag[r + i + dim / 2];
-                pair_mag[r + i] = both;
-                pair_mag[r + i + dim / 2] = both;
-            }
-        }
-        let want: Vec<f32> = want.iter().map(|v| v * scale).collect();
-        let pair_mag: Vec<f64> = pair_mag.iter().map(|v| v * f64::from(scale)).collect();
+        let want = QkvRopeReference::new(&w, xt, m, k, epilogue, pos0 + tok);
         let c = compare_scaled(
             &got[tok * m..(tok + 1) * m],
-            &want,
-            &pair_mag,
+            &want.want,
+            &want.magnitude,
             tolerances::rope_epilogue_f32(k),
         );
         assert!(c.passed(), "{}", c.describe(&format!("token {tok}")));

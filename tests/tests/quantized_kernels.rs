@@ -11,7 +11,7 @@ use moescope_engine::kernels::{gate_up_swiglu, qkv_rope_scale, rope};
 use moescope_engine::model::reference;
 use moescope_engine::quant::{block, dequantize, matrix, quantize, Format};
 use moescope_engine::rng::uniform_f32;
-use moescope_tests::{gpu, run, SwigluReference};
+use moescope_tests::{gpu, run, QkvRopeReference, RopeEpilogue, SwigluReference};
 
 /// Weights with some structure: rows of different magnitudes, a few outliers, so that block
 /// scales differ from block to block.
@@ -232,26 +232,20 @@ fn qkv_rope_scale_reads_every_format() {
             qkv_rope_scale::dispatch(&ctx, pass, buffers, p, format).unwrap();
         });
         let deq = dequantize(&quantize(format, &w, m, k));
+        let epilogue = RopeEpilogue {
+            heads,
+            period,
+            dim,
+            theta,
+            scale,
+        };
         for tok in 0..t {
             let xt = &x[tok * k..(tok + 1) * k];
-            let mut want = reference::gemv(&deq, xt, m, k);
-            let mag = reference::gemv_magnitude(&deq, xt, m, k);
-            let mut pair_mag = mag.clone();
-            for h in 0..heads {
-                let r = h * period + period - dim;
-                reference::rope(&mut want[r..r + dim], pos0 + tok, theta);
-                for i in 0..dim / 2 {
-                    let both = mag[r + i] + mag[r + i + dim / 2];
-                    pair_mag[r + i] = both;
-                    pair_mag[r + i + dim / 2] = both;
-                }
-            }
-            let want: Vec<f32> = want.iter().map(|v| v * scale).collect();
-            let pair_mag: Vec<f64> = pair_mag.iter().map(|v| v * f64::from(scale)).collect();
+            let want = QkvRopeReference::new(&deq, xt, m, k, epilogue, pos0 + tok);
             let c = compare_scaled(
                 &got[tok * m..(tok + 1) * m],
-                &want,
-                &pair_mag,
+                &want.want,
+                &want.magnitude,
                 tolerances::rope_epilogue_quantized(format, k),
             );
             assert!(
