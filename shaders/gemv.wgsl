@@ -15,10 +15,10 @@
 // Layout (GemvParams and the bindings are in gemv_layout.wgsl, prepended): W starts at chunk
 // w_offset. Grouped experts (expert_stride > 0): W holds `experts` matrices expert_stride chunks
 // apart, and token z uses the one named by route_meta[z·meta_stride] (a dispatch record's
-// expert id). x row z starts at x_offset + z·x_stride
-// (vec4s). Output row m of token z goes to y[y_offset + z·y_stride + (m / seg)·seg_stride + m % seg]:
-// seg = M is a plain row; a smaller seg scatters the row into an interleaved layout (MLA writes
-// each head's part straight into its slot of the concatenated query).
+// expert id). x row z starts at x_offset + z·x_stride (vec4s). Output row m of token z goes to
+// y[y_offset + z·y_stride + (m / seg)·seg_stride + m % seg]: seg = M is a plain row; a smaller
+// seg scatters the row into an interleaved layout (MLA writes each head's part straight into its
+// slot of the concatenated query).
 //
 // LANES (override; a power of two from 32 to 256, default 32) trades x reuse (more rows per
 // workgroup) against the address range that resident workgroups stream at once (fewer rows).

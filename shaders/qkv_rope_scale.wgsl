@@ -69,8 +69,11 @@ fn qkv_rope_scale(
         if (row < params.m) {
             for (var i = lane; i < tile_len / CHUNK_X4; i += LANES) {
                 let c = t0 / CHUNK_X4 + i;
-                let q = weight_chunk(0u, params.m, params.k, row, c);
-                acc = rows_dot(RowChunks(q, WeightChunk(), WeightChunk(), WeightChunk()), 0u, i, acc);
+                let q = RowChunks(
+                    weight_chunk(0u, params.m, params.k, row, c),
+                    WeightChunk(), WeightChunk(), WeightChunk(),
+                );
+                acc = rows_dot(q, 0u, i, acc);
             }
         }
         workgroupBarrier();

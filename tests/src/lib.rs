@@ -84,6 +84,36 @@ pub struct RopeEpilogue {
     pub scale: f32,
 }
 
+impl RopeEpilogue {
+    /// Output rows: M.
+    pub fn rows(&self) -> usize {
+        self.heads * self.period
+    }
+
+    /// The kernel's params for `tokens` rows of x (K = `k`, packed) after `pos0` cached
+    /// positions, writing packed rows of M.
+    pub fn params(
+        &self,
+        k: usize,
+        tokens: usize,
+        pos0: usize,
+    ) -> moescope_engine::kernels::qkv_rope_scale::QkvRopeScaleParams {
+        moescope_engine::kernels::qkv_rope_scale::QkvRopeScaleParams {
+            m: self.rows() as u32,
+            k: k as u32,
+            tokens: tokens as u32,
+            pos0: pos0 as u32,
+            x_stride: (k / 4) as u32,
+            y_stride: self.rows() as u32,
+            rope_from: 0,
+            rope_period: self.period as u32,
+            rope_dim: self.dim as u32,
+            scale: self.scale,
+            _pad: [0; 2],
+        }
+    }
+}
+
 /// The reference for one token at position `pos` through qkv_rope_scale: W·x, rotated and
 /// scaled, and the magnitude its tolerance scales by (a rotated row mixes two rows, so a pair's
 /// rows both count the pair's Σ|w·x|).
@@ -93,7 +123,7 @@ pub struct QkvRopeReference {
 }
 
 impl QkvRopeReference {
-    pub fn new(w: &[f32], x: &[f32], m: usize, k: usize, rope: RopeEpilogue, pos: usize) -> Self {
+    pub fn new(w: &[f32], x: &[f32], k: usize, rope: RopeEpilogue, pos: usize) -> Self {
         use moescope_engine::model::reference::{gemv, gemv_magnitude, rope as rotate};
         let RopeEpilogue {
             heads,
@@ -102,6 +132,7 @@ impl QkvRopeReference {
             theta,
             scale,
         } = rope;
+        let m = rope.rows();
         let mut want = gemv(w, x, m, k);
         let mag = gemv_magnitude(w, x, m, k);
         let mut magnitude = mag.clone();

@@ -159,43 +159,28 @@ fn gate_up_swiglu_matches_the_reference() {
 fn qkv_rope_scale_matches_projection_then_rope_then_scale() {
     let Some(ctx) = gpu() else { return };
     // Two heads of [latent 32 | rope 16] (period 48), 3 tokens after 5 cached positions.
-    let (period, dim, heads, k, t, pos0) = (48usize, 16usize, 2usize, 20usize, 3usize, 5usize);
-    let m = heads * period;
-    let scale = 0.3f32;
-    let theta = 10_000.0;
+    let epilogue = RopeEpilogue {
+        heads: 2,
+        period: 48,
+        dim: 16,
+        theta: 10_000.0,
+        scale: 0.3,
+    };
+    let (m, k, t, pos0) = (epilogue.rows(), 20usize, 3usize, 5usize);
     let w = uniform_f32(7, m * k, 1.0);
     let x = uniform_f32(8, t * k, 1.0);
-    let table = rope::cos_sin_table(pos0 + t, dim, theta);
+    let table = rope::cos_sin_table(pos0 + t, epilogue.dim, epilogue.theta);
     let w_buf = storage_buffer(&ctx, "w", &w).unwrap();
     let x_buf = storage_buffer(&ctx, "x", &x).unwrap();
     let cs_buf = storage_buffer(&ctx, "cos_sin", &table).unwrap();
     let y_buf = storage_zeroed(&ctx, "y", (4 * t * m) as u64).unwrap();
-    let p = qkv_rope_scale::QkvRopeScaleParams {
-        m: m as u32,
-        k: k as u32,
-        tokens: t as u32,
-        pos0: pos0 as u32,
-        x_stride: (k / 4) as u32,
-        y_stride: m as u32,
-        rope_from: 0,
-        rope_period: period as u32,
-        rope_dim: dim as u32,
-        scale,
-        _pad: [0; 2],
-    };
+    let p = epilogue.params(k, t, pos0);
     let got = run(&ctx, &y_buf, |pass| {
         qkv_rope_scale::dispatch(&ctx, pass, [&w_buf, &x_buf, &y_buf, &cs_buf], p, F32).unwrap();
     });
-    let epilogue = RopeEpilogue {
-        heads,
-        period,
-        dim,
-        theta,
-        scale,
-    };
     for tok in 0..t {
         let xt = &x[tok * k..(tok + 1) * k];
-        let want = QkvRopeReference::new(&w, xt, m, k, epilogue, pos0 + tok);
+        let want = QkvRopeReference::new(&w, xt, k, epilogue, pos0 + tok);
         let c = compare_scaled(
             &got[tok * m..(tok + 1) * m],
             &want.want,

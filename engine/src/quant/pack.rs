@@ -3,9 +3,10 @@
 //! `i / n` (little-endian within the word), every row starting on a new word (a row's tail is
 //! zero-padded). 8-bit codes: 4 per word; 16-bit: 2.
 //!
-//! FP4 (E2M1) codes are the exception, and `pack` refuses them: `pack_e2m1` keeps 8 to a word and
-//! rows on whole words, but splits each code's sign from its magnitude, so that a GPU turns a word into four f16 pairs with
-//! 9 integer operations instead of 15 (shaders/include/weights.wgsl, `fp4_word_fma`). Element
+//! FP4 (E2M1) codes are the exception, and `pack` refuses them: `pack_e2m1` keeps 8 to a word
+//! and rows on whole words, but splits each code's sign from its magnitude, so that a GPU turns
+//! a word into four f16 pairs with 9 integer operations instead of 15
+//! (shaders/include/weights.wgsl, `fp4_word_fma`). Element
 //! `i` of a word sits in its half `h = i / 4` (bits `16h` to `16h + 15`) at slot `k = i % 4`:
 //!
 //! | slot k | magnitude (code bits 0-2, `ee.m`) | sign (code bit 3) |
