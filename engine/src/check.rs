@@ -176,27 +176,59 @@ pub mod tolerances {
     }
 
     /// gemv with weights in `format`, against the reference on the dequantized weights. As
-    /// `gemv_f32`, for the kernel's order: per chunk of E elements 1 product, 3 adds in a `dot`
-    /// and E/4 − 1 adds between dots; with block scales 2 more (the multiply by the scale, and
-    /// the reference's own rounding of code × scale); ⌈K/(E·lanes)⌉ adds into the lane's
-    /// accumulator and log2(lanes) in the tree.
+    /// `gemv_f32`, for the kernel's order: the roundings of one term inside its chunk
+    /// (`chunk_roundings`), then ⌈K/(E·lanes)⌉ adds into the lane's accumulator (E elements per
+    /// chunk) and log2(lanes) in the tree.
     pub fn gemv_quantized(format: Format, k: usize, lanes: u32) -> Tolerance {
         if format == Format::F32 {
             return gemv_f32(k, lanes);
         }
         let lanes = lanes.max(1);
         let e = crate::quant::matrix::elements_per_chunk(format);
-        let scaled = !matches!(format, Format::F16 | Format::Bf16);
-        let n = 1
-            + 3
-            + (e / 4 - 1)
-            + if scaled { 2 } else { 0 }
-            + k.div_ceil(e * lanes as usize)
-            + lanes.ilog2() as usize;
+        let n = chunk_roundings(format) + k.div_ceil(e * lanes as usize) + lanes.ilog2() as usize;
         Tolerance {
             abs: 0.0,
             rel: n as f64 * U / (1.0 - n as f64 * U),
             why: "forward error bound γ_n·Σ|w·x| of the quantized kernel's summation order",
+        }
+    }
+
+    /// The roundings one term of a chunk goes through before the chunk's sum reaches the lane's
+    /// accumulator, in weights.wgsl's order. FP4 chains its products as FMAs through a whole
+    /// scale block (32 elements for MXFP4, 16 for NVFP4); the other formats take 1 product and 3
+    /// adds inside a vec4 `dot`, then E/4 − 1 adds between dots. Scaled formats add the multiply
+    /// by the block scale and the reference's own rounding of code × scale, NVFP4 two more (its
+    /// tensor scale, applied to each row sum, and in the reference to each weight).
+    fn chunk_roundings(format: Format) -> usize {
+        let e = crate::quant::matrix::elements_per_chunk(format);
+        let chain = match format {
+            Format::Mxfp4 => 32,
+            Format::Nvfp4 => 16,
+            _ => 1 + 3 + (e / 4 - 1),
+        };
+        chain + scale_roundings(format)
+    }
+
+    fn scale_roundings(format: Format) -> usize {
+        match format {
+            Format::F32 | Format::F16 | Format::Bf16 => 0,
+            Format::Nvfp4 => 4,
+            _ => 2,
+        }
+    }
+
+    /// gemv_wide (FP4, x in registers), against the reference on the dequantized weights: a
+    /// term goes through its half chunk's chain of 16 FMAs, the block scale (with the
+    /// reference's rounding, `scale_roundings`), the add of the chunk's two halves, four 4-to-1
+    /// steps of the workgroup's reduction (3 adds each), and one add per later pass over K
+    /// (`gemv::WIDE_K` elements a pass).
+    pub fn gemv_wide(format: Format, k: usize) -> Tolerance {
+        let passes = k.div_ceil(crate::kernels::gemv::WIDE_K as usize);
+        let n = 16 + scale_roundings(format) + 1 + 4 * 3 + (passes - 1);
+        Tolerance {
+            abs: 0.0,
+            rel: n as f64 * U / (1.0 - n as f64 * U),
+            why: "forward error bound γ_n·Σ|w·x| of gemv_wide's summation order",
         }
     }
 

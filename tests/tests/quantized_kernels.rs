@@ -9,6 +9,7 @@ use moescope_engine::gpu::{storage_buffer, storage_zeroed};
 use moescope_engine::kernels::gemv::{self, GemvLayout, GemvShape};
 use moescope_engine::kernels::{gate_up_swiglu, qkv_rope_scale, rope};
 use moescope_engine::model::reference;
+use moescope_engine::quant::activation::{quantize_row, round_trip, TILE};
 use moescope_engine::quant::{block, dequantize, matrix, quantize, Format};
 use moescope_engine::rng::uniform_f32;
 use moescope_tests::{gpu, run, QkvRopeReference, RopeEpilogue, SwigluReference};
@@ -326,4 +327,160 @@ fn grouped_rows_on_large_matrices() {
         );
         assert!(c.passed(), "{}", c.describe(format.name()));
     }
+}
+
+/// x as FP8 dispatch records, one per token, in the layout the gemv kernels read with `X_FP8`:
+/// the token's 1×128 tile scales (padded to a vec4), then its E4M3 codes, four to a word.
+/// Returns the buffer's floats and (x_stride, x_offset) in vec4s; scales start at vec4 0.
+fn fp8_records(x: &[f32], k: usize) -> (Vec<f32>, u32, u32) {
+    let scale_x4 = (k / TILE).div_ceil(4);
+    let stride = scale_x4 + k / 16;
+    let mut out = vec![0.0f32; 4 * stride * (x.len() / k)];
+    for (row, rec) in x.chunks(k).zip(out.chunks_mut(4 * stride)) {
+        let (codes, scales) = quantize_row(row);
+        rec[..scales.len()].copy_from_slice(&scales);
+        for (word, c) in rec[4 * scale_x4..].iter_mut().zip(codes.chunks(4)) {
+            *word = f32::from_bits(u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        }
+    }
+    (out, stride as u32, scale_x4 as u32)
+}
+
+/// gemv_wide, the FP4 gemv with x in registers (which `gemv::dispatch_layout` picks only for
+/// large matrices), on small ones: K = 8192 is one whole pass over K, 9216 a second pass of 32
+/// chunks (the other lanes idle); 45 rows are a partial 16-row batch and a partial workgroup.
+/// Plain rows for two tokens, then grouped experts reading FP8 dispatch records.
+#[test]
+fn gemv_wide_reads_fp4_exactly_and_within_its_error() {
+    let Some(ctx) = gpu() else { return };
+    let (m, t) = (45usize, 2usize);
+    for k in [8192usize, 9216] {
+        let w = weights(40, 2 * m, k);
+        let x = uniform_f32(41, t * k, 1.0);
+        let x_buf = storage_buffer(&ctx, "x", &x).unwrap();
+        for format in [Format::Nvfp4, Format::Mxfp4] {
+            let shape = GemvShape::new(m as u32, k as u32).with_format(format);
+            assert!(
+                !gemv::is_wide(shape),
+                "too few rows for the wide kernel's rule"
+            );
+            let tol = tolerances::gemv_wide(format, k);
+            // Two experts' matrices, one after the other.
+            let experts: Vec<&[f32]> = w.chunks(m * k).collect();
+            let mut packed = Vec::new();
+            for e in &experts {
+                packed.extend(matrix::encode(format, e, m, k).unwrap());
+            }
+            let w_buf = storage_buffer(&ctx, "w", &packed).unwrap();
+            let deq: Vec<Vec<f32>> = experts
+                .iter()
+                .map(|e| dequantize(&quantize(format, e, m, k)))
+                .collect();
+            let what =
+                |case: &str, tok: usize| format!("{} K={k} {case} token {tok}", format.name());
+
+            let y_buf = storage_buffer(&ctx, "y", &vec![f32::NAN; t * m]).unwrap();
+            let got = run(&ctx, &y_buf, |pass| {
+                let layout = GemvLayout::rows(shape, t as u32);
+                gemv::dispatch_wide(&ctx, pass, [&w_buf, &x_buf, &y_buf, &x_buf], shape, layout)
+                    .unwrap();
+            });
+            for tok in 0..t {
+                let xt = &x[tok * k..(tok + 1) * k];
+                let got = &got[tok * m..(tok + 1) * m];
+                let magnitude = reference::gemv_magnitude(&deq[0], xt, m, k);
+                let exact =
+                    compare_scaled(got, &reference::gemv(&deq[0], xt, m, k), &magnitude, tol);
+                assert!(exact.passed(), "{}", exact.describe(&what("rows", tok)));
+                let lossy = within(
+                    got,
+                    &reference::gemv(experts[0], xt, m, k),
+                    &magnitude,
+                    &quantization_bound(format, experts[0], xt, m, k),
+                    tol,
+                );
+                assert!(
+                    lossy.passed(),
+                    "{}",
+                    lossy.describe(&what("rows vs f32", tok))
+                );
+            }
+
+            // Three records routed to experts 1, 0, 1, their x as FP8 codes and tile scales.
+            let ids = [1u32, 0, 1];
+            let xs = uniform_f32(42, ids.len() * k, 1.0);
+            let (records, stride, offset) = fp8_records(&xs, k);
+            let rec_buf = storage_buffer(&ctx, "records", &records).unwrap();
+            let ids_buf = storage_buffer(&ctx, "ids", &ids).unwrap();
+            let layout = GemvLayout {
+                grouped: Some((2, shape.matrix_chunks(), 1)),
+                x_stride: stride,
+                x_offset: offset,
+                x_fp8_scales: Some(0),
+                ..GemvLayout::rows(shape, ids.len() as u32)
+            };
+            let y_buf = storage_buffer(&ctx, "y", &vec![f32::NAN; ids.len() * m]).unwrap();
+            let got = run(&ctx, &y_buf, |pass| {
+                gemv::dispatch_wide(
+                    &ctx,
+                    pass,
+                    [&w_buf, &rec_buf, &y_buf, &ids_buf],
+                    shape,
+                    layout,
+                )
+                .unwrap();
+            });
+            for (z, &e) in ids.iter().enumerate() {
+                let xq = round_trip(&xs[z * k..(z + 1) * k]);
+                let d = &deq[e as usize];
+                let c = compare_scaled(
+                    &got[z * m..(z + 1) * m],
+                    &reference::gemv(d, &xq, m, k),
+                    &reference::gemv_magnitude(d, &xq, m, k),
+                    tol,
+                );
+                assert!(
+                    c.passed(),
+                    "{}",
+                    c.describe(&what(&format!("expert {e}, FP8 x"), z))
+                );
+            }
+        }
+    }
+}
+
+/// Which gemv `dispatch_layout` records: the wide one only for FP4 with K a multiple of 8192
+/// and rows for 512 workgroups of 32; everything else, and formats it does not read, refused
+/// or left to the tile kernel.
+#[test]
+fn the_wide_gemv_is_chosen_for_long_fp4_rows_only() {
+    let big = |format| GemvShape::new(58_112, 8192).with_format(format);
+    assert!(gemv::is_wide(big(Format::Nvfp4)));
+    assert!(gemv::is_wide(big(Format::Mxfp4)));
+    assert!(!gemv::is_wide(big(Format::Fp8E4m3)));
+    assert!(!gemv::is_wide(
+        GemvShape::new(58_112, 7168).with_format(Format::Nvfp4)
+    ));
+    assert!(gemv::is_wide(
+        GemvShape::new(512 * 32, 8192).with_format(Format::Mxfp4)
+    ));
+    assert!(!gemv::is_wide(
+        GemvShape::new(512 * 32 - 32, 8192).with_format(Format::Mxfp4)
+    ));
+    let Some(ctx) = gpu() else { return };
+    let buf = storage_zeroed(&ctx, "any", 1 << 16).unwrap();
+    let mut errors = Vec::new();
+    let _ = run(&ctx, &buf, |pass| {
+        for (format, k) in [(Format::Int8, 8192u32), (Format::Nvfp4, 8192 + 32)] {
+            let shape = GemvShape::new(4, k).with_format(format);
+            let layout = GemvLayout::rows(shape, 1);
+            errors.push(gemv::dispatch_wide(&ctx, pass, [&buf; 4], shape, layout).unwrap_err());
+        }
+    });
+    assert!(errors[0].to_string().contains("int8"), "{}", errors[0]);
+    assert!(
+        errors[1].to_string().contains("multiple of 128"),
+        "{}",
+        errors[1]
+    );
 }

@@ -8,7 +8,7 @@ pub mod formats;
 use serde::Serialize;
 use web_time::Instant;
 
-use crate::check::{compare_scaled, tolerances, Comparison, Tolerance};
+use crate::check::{compare_scaled, Comparison, Tolerance};
 use crate::gpu::{read_back, storage_buffer, storage_zeroed, GpuContext, Profiler, TimingSource};
 use crate::kernels::{copy_vec4, gemv, KernelError};
 use crate::model::reference;
@@ -33,7 +33,9 @@ pub struct KernelTime {
 pub struct GemvCheck {
     pub m: u32,
     pub k: u32,
-    /// Invocations per row (the shader's `LANES`).
+    /// The kernel `gemv::dispatch` recorded ("gemv", or "gemv_wide" for long FP4 rows).
+    pub kernel: &'static str,
+    /// Invocations per row (the tile kernel's `LANES`; gemv_wide does not use it).
     pub lanes: u32,
     /// The weight format; the reference multiplies by the same weights dequantized.
     pub format: Format,
@@ -195,6 +197,12 @@ pub async fn gemv_variants(
         .cycle()
         .take(m as usize)
         .collect();
+    // gemv_wide has no lanes to choose: one variant.
+    let lanes = if gemv::is_wide(shape) {
+        &lanes[..1]
+    } else {
+        lanes
+    };
     let mut out = Vec::with_capacity(lanes.len());
     for &lanes in lanes {
         out.push(
@@ -238,7 +246,7 @@ async fn gemv_variant(
     }
     ctx.queue.submit([encoder.finish()]);
     let got: Vec<f32> = read_back(ctx, y_buf).await?;
-    let tolerance = tolerances::gemv_quantized(format, k as usize, lanes);
+    let tolerance = gemv::tolerance(shape);
     let comparison = compare_scaled(&got[..mu], want, scale, tolerance);
 
     let bytes = gemv::bytes_moved(shape);
@@ -249,6 +257,7 @@ async fn gemv_variant(
     Ok(GemvCheck {
         m,
         k,
+        kernel: gemv::kernel_name(shape),
         lanes,
         format,
         tolerance,

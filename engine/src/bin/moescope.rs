@@ -724,16 +724,20 @@ fn print_bandwidth(r: &bench::BandwidthReport) {
         );
     }
     println!(
-        "{:<10} {:>7} {:>6} {:>12} {:>14} {:>10} {:>10} {:>8}",
-        "format", "rows", "lanes", "MB streamed", "us/dispatch", "GB/s", "vs copy", "check"
+        "{:<10} {:>7} {:>10} {:>12} {:>14} {:>10} {:>10} {:>8}",
+        "format", "rows", "kernel", "MB streamed", "us/dispatch", "GB/s", "vs copy", "check"
     );
     for f in &r.formats {
         let (g, t) = (&f.best, &f.best.time);
+        let kernel = match g.kernel {
+            "gemv" => format!("lanes {}", g.lanes),
+            wide => wide.to_string(),
+        };
         println!(
-            "{:<10} {:>7} {:>6} {:>12.1} {:>14.1} {:>10.1} {:>10.3} {:>8}",
+            "{:<10} {:>7} {:>10} {:>12.1} {:>14.1} {:>10.1} {:>10.3} {:>8}",
             f.format.name(),
             g.m,
-            g.lanes,
+            kernel,
             t.bytes_moved as f64 / 1e6,
             t.per_dispatch_us,
             t.gb_per_s,

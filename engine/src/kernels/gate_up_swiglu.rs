@@ -40,7 +40,7 @@ pub fn dispatch(
     let kernel = gemv::GemvKernel {
         source: SHADER,
         matrices: 2,
-        rows_per_lane: None,
+        rows: gemv::Rows::LaneGroups(None),
     };
     gemv::record(ctx, pass, kernel, buffers, shape, layout)
 }

@@ -6,7 +6,10 @@
 //! interleaved output) and, for MoE, picks each token's expert matrix from its dispatch record.
 //! Constraints: K a multiple of the format's chunk (4 elements for f32, 32 for FP4), `M ≥ 1`,
 //! `lanes` ∈ {32, 64, 128, 256}. Reference: `model::reference::gemv` on the dequantized weights.
+//! Long FP4 rows take a second kernel with the same params and results, `gemv_wide` (x in
+//! registers, the workgroup walking its rows; `is_wide` says when).
 
+use crate::check::{tolerances, Tolerance};
 use crate::gpu::{GpuContext, ShaderSource};
 use crate::quant::{matrix, Format};
 
@@ -22,6 +25,25 @@ pub const SHADER: ShaderSource = ShaderSource {
     ),
     entry_point: "gemv",
 };
+
+/// The FP4 gemv for long rows, x in registers (shaders/gemv_wide.wgsl): same params, bindings
+/// and results; `dispatch_layout` picks it where `is_wide` says.
+pub const WIDE: ShaderSource = ShaderSource {
+    name: "gemv_wide",
+    wgsl: concat!(
+        include_str!("../../../shaders/include/fp8.wgsl"),
+        include_str!("../../../shaders/include/weights.wgsl"),
+        include_str!("../../../shaders/include/gemv_layout.wgsl"),
+        include_str!("../../../shaders/gemv_wide.wgsl")
+    ),
+    entry_point: "gemv_wide",
+};
+
+/// Rows each gemv_wide workgroup walks (a multiple of 4): as many as the tile kernel's
+/// workgroups take at 32 lanes and 4 rows per lane group, where both were timed.
+const WIDE_ROWS: u32 = 32;
+/// The K that `is_wide` asks for a multiple of: one gemv_wide pass, 256 chunks of 32 elements.
+pub const WIDE_K: u32 = 8192;
 
 /// Invocations per workgroup, as in the shader.
 const WORKGROUP: u32 = 256;
@@ -174,20 +196,93 @@ pub fn dispatch_layout(
     shape: GemvShape,
     layout: GemvLayout,
 ) -> Result<u64, KernelError> {
+    if is_wide(shape) {
+        return dispatch_wide(ctx, pass, buffers, shape, layout);
+    }
     let kernel = GemvKernel {
         source: SHADER,
         matrices: 1,
-        rows_per_lane: Some(rows_per_lane(shape)),
+        rows: Rows::LaneGroups(Some(rows_per_lane(shape))),
+    };
+    record(ctx, pass, kernel, buffers, shape, layout)
+}
+
+/// Whether `dispatch_layout` records gemv_wide: FP4 weights, K a multiple of `WIDE_K` (the
+/// shape it was timed on; other K keep the tile kernel until measured), and enough rows for
+/// `MIN_WORKGROUPS` workgroups. (H200, 256 MiB of weights, K = 8192, × a copy's bandwidth:
+/// NVFP4 0.74 → 0.81, MXFP4 0.73 → 0.78; docs/BENCHMARKS.md, "x in registers".)
+pub fn is_wide(shape: GemvShape) -> bool {
+    matches!(shape.format, Format::Nvfp4 | Format::Mxfp4)
+        && shape.k.is_multiple_of(WIDE_K)
+        && u64::from(shape.m).div_ceil(u64::from(WIDE_ROWS)) >= MIN_WORKGROUPS
+}
+
+/// The kernel `dispatch_layout` records for `shape`: "gemv" or "gemv_wide".
+pub fn kernel_name(shape: GemvShape) -> &'static str {
+    if is_wide(shape) {
+        WIDE.name
+    } else {
+        SHADER.name
+    }
+}
+
+/// The tolerance of what `dispatch_layout` records for `shape`, against the reference on the
+/// dequantized weights (each kernel sums in its own order).
+pub fn tolerance(shape: GemvShape) -> Tolerance {
+    let k = shape.k as usize;
+    if is_wide(shape) {
+        tolerances::gemv_wide(shape.format, k)
+    } else {
+        tolerances::gemv_quantized(shape.format, k, shape.lanes)
+    }
+}
+
+/// Records gemv_wide whatever the shape's size (what `dispatch_layout` does for `is_wide`
+/// shapes; public so that tests run it on small matrices). FP4 weights and K a multiple of 128
+/// only; `shape.lanes` is not used.
+pub fn dispatch_wide(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    buffers: [&wgpu::Buffer; 4],
+    shape: GemvShape,
+    layout: GemvLayout,
+) -> Result<u64, KernelError> {
+    if !matches!(shape.format, Format::Nvfp4 | Format::Mxfp4) {
+        return Err(KernelError::Format {
+            what: "gemv_wide (FP4 only)",
+            format: shape.format.name(),
+        });
+    }
+    if !shape.k.is_multiple_of(128) {
+        return Err(KernelError::NotDivisible {
+            dim: "gemv_wide K",
+            value: shape.k.into(),
+            by: 128,
+        });
+    }
+    let kernel = GemvKernel {
+        source: WIDE,
+        matrices: 1,
+        rows: Rows::Walk(WIDE_ROWS),
     };
     record(ctx, pass, kernel, buffers, shape, layout)
 }
 
 /// A gemv-shaped kernel: its source, how many matrices (one, or gate and up) each output row
-/// reads, and the `ROWS_PER_LANE` it takes (None: it has none; one row per lane group).
+/// reads, and how its workgroups split the rows.
 pub(crate) struct GemvKernel {
     pub source: ShaderSource,
     pub matrices: u32,
-    pub rows_per_lane: Option<u32>,
+    pub rows: Rows,
+}
+
+/// How a gemv-shaped kernel's workgroups split the rows.
+pub(crate) enum Rows {
+    /// `256 / lanes` lane groups of `LANES` invocations, each computing `ROWS_PER_LANE` rows
+    /// (None: the kernel has no such constant; one row).
+    LaneGroups(Option<u32>),
+    /// The whole workgroup walks this many rows (gemv_wide's `ROWS`).
+    Walk(u32),
 }
 
 /// Workgroups a launch keeps at least, when choosing rows per lane group: enough to fill a large
@@ -217,7 +312,7 @@ pub(crate) fn record(
     GemvKernel {
         source,
         matrices,
-        rows_per_lane,
+        rows,
     }: GemvKernel,
     [w, x, y, meta]: [&wgpu::Buffer; 4],
     shape: GemvShape,
@@ -299,14 +394,23 @@ pub(crate) fn record(
         _pad: 0,
     };
     let [f, c] = format_constants(format);
-    let mut constants = vec![("LANES", f64::from(lanes)), f, c];
+    let mut constants = vec![f, c];
     if l.x_fp8_scales.is_some() {
         constants.push(("X_FP8", 1.0));
     }
-    if let Some(r) = rows_per_lane {
-        constants.push(("ROWS_PER_LANE", f64::from(r)));
-    }
-    let rows_per_workgroup = (WORKGROUP / lanes) * rows_per_lane.unwrap_or(1);
+    let rows_per_workgroup = match rows {
+        Rows::LaneGroups(rows_per_lane) => {
+            constants.push(("LANES", f64::from(lanes)));
+            if let Some(r) = rows_per_lane {
+                constants.push(("ROWS_PER_LANE", f64::from(r)));
+            }
+            (WORKGROUP / lanes) * rows_per_lane.unwrap_or(1)
+        }
+        Rows::Walk(r) => {
+            constants.push(("ROWS", f64::from(r)));
+            r
+        }
+    };
     launch_grid(
         ctx,
         pass,

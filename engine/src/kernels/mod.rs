@@ -29,7 +29,7 @@ use crate::gpu::{bind_buffers, GpuContext, GpuError, ShaderSource};
 
 /// Every kernel's source as the engine compiles it (its includes prepended), so that a test can
 /// validate exactly that (tests/tests/shaders.rs).
-pub const SHADERS: [ShaderSource; 24] = [
+pub const SHADERS: [ShaderSource; 25] = [
     add::SHADER,
     add_rms_norm::SHADER,
     copy_rows::SHADER,
@@ -39,6 +39,7 @@ pub const SHADERS: [ShaderSource; 24] = [
     gate_up_swiglu::SHADER,
     gather_rows::SHADER,
     gemv::SHADER,
+    gemv::WIDE,
     mla_scores::SHADER,
     mla_split_k::SHADER,
     mla_split_k::REDUCE,
@@ -134,6 +135,11 @@ pub enum KernelError {
         dim: &'static str,
         value: u64,
         by: u64,
+    },
+    #[error("{what} does not take {format} weights")]
+    Format {
+        what: &'static str,
+        format: &'static str,
     },
     #[error("{what} = {got} exceeds the limit {max}")]
     LimitExceeded {
