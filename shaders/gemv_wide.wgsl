@@ -147,8 +147,8 @@ fn gemv_wide(
     if (params.expert_stride > 0u) {
         expert = route_meta[z * params.meta_stride];
     }
-    // An expert id out of range (never written by our router) reads expert 0's matrix and
-    // stores zeros, as gemv.wgsl computes nothing for it.
+    // An expert id out of range (never written by our router) stores zeros, as in gemv.wgsl
+    // (here after reading expert 0's matrix, so that the loads stay unconditional).
     let live = expert < params.experts;
     let matrix = params.w_offset + select(0u, expert, live) * params.expert_stride;
     let x_base = params.x_offset + z * params.x_stride;
