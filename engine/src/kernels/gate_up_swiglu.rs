@@ -9,16 +9,7 @@ use crate::gpu::{GpuContext, ShaderSource};
 use super::gemv::{self, GemvLayout, GemvShape};
 use super::KernelError;
 
-pub const SHADER: ShaderSource = ShaderSource {
-    name: "gate_up_swiglu",
-    wgsl: concat!(
-        include_str!("../../../shaders/include/fp8.wgsl"),
-        include_str!("../../../shaders/include/weights.wgsl"),
-        include_str!("../../../shaders/include/gemv_layout.wgsl"),
-        include_str!("../../../shaders/gate_up_swiglu.wgsl")
-    ),
-    entry_point: "gate_up_swiglu",
-};
+pub const SHADER: ShaderSource = gemv_shaped_source!("gate_up_swiglu");
 
 /// Records the fused projection; `buffers` is `[w, x, y, meta]` as for `gemv::dispatch_layout`,
 /// `shape.m` the intermediate width (the rows of each of the two matrices). Returns bytes moved.

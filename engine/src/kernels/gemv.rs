@@ -15,29 +15,11 @@ use crate::quant::{matrix, Format};
 
 use super::{check_len, grid_2d, launch_grid, KernelError};
 
-pub const SHADER: ShaderSource = ShaderSource {
-    name: "gemv",
-    wgsl: concat!(
-        include_str!("../../../shaders/include/fp8.wgsl"),
-        include_str!("../../../shaders/include/weights.wgsl"),
-        include_str!("../../../shaders/include/gemv_layout.wgsl"),
-        include_str!("../../../shaders/gemv.wgsl")
-    ),
-    entry_point: "gemv",
-};
+pub const SHADER: ShaderSource = gemv_shaped_source!("gemv");
 
 /// The FP4 gemv for long rows, x in registers (shaders/gemv_wide.wgsl): same params, bindings
 /// and results; `dispatch_layout` picks it where `is_wide` says.
-pub const WIDE: ShaderSource = ShaderSource {
-    name: "gemv_wide",
-    wgsl: concat!(
-        include_str!("../../../shaders/include/fp8.wgsl"),
-        include_str!("../../../shaders/include/weights.wgsl"),
-        include_str!("../../../shaders/include/gemv_layout.wgsl"),
-        include_str!("../../../shaders/gemv_wide.wgsl")
-    ),
-    entry_point: "gemv_wide",
-};
+pub const WIDE: ShaderSource = gemv_shaped_source!("gemv_wide");
 
 /// Rows each gemv_wide workgroup walks (a multiple of 4): as many as the tile kernel's
 /// workgroups take at 32 lanes and 4 rows per lane group, where both were timed.

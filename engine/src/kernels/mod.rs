@@ -1,6 +1,23 @@
 //! One module per kernel family, each paired with `shaders/<same name>.wgsl`: its params struct
 //! (mirrored by a WGSL struct), its shader source and a `dispatch` that validates shapes.
 
+/// The source of a gemv-shaped kernel, `shaders/<name>.wgsl`, with what it builds on prepended:
+/// FP8 decoding, the weight formats (weights.wgsl) and gemv's params and bindings.
+macro_rules! gemv_shaped_source {
+    ($name:literal) => {
+        crate::gpu::ShaderSource {
+            name: $name,
+            wgsl: concat!(
+                include_str!("../../../shaders/include/fp8.wgsl"),
+                include_str!("../../../shaders/include/weights.wgsl"),
+                include_str!("../../../shaders/include/gemv_layout.wgsl"),
+                include_str!(concat!("../../../shaders/", $name, ".wgsl"))
+            ),
+            entry_point: $name,
+        }
+    };
+}
+
 pub mod add;
 pub mod add_rms_norm;
 pub mod copy_rows;
