@@ -701,11 +701,22 @@ fn print_bandwidth(r: &bench::BandwidthReport) {
         "{:<16} {:>12} {:>14} {:>10} {:>10}",
         "kernel", "bytes", "us/dispatch", "GB/s", "check"
     );
-    let t = &r.copy_vec4;
-    println!(
-        "{:<16} {:>12} {:>14.1} {:>10.1}",
-        "copy_vec4", t.bytes_moved, t.per_dispatch_us, t.gb_per_s
-    );
+    for c in &r.copies {
+        let t = &c.time;
+        println!(
+            "{:<16} {:>12} {:>14.1} {:>10.1}  {:.0} MiB buffers{}",
+            "copy_vec4",
+            t.bytes_moved,
+            t.per_dispatch_us,
+            t.gb_per_s,
+            c.mib,
+            if t.gb_per_s == r.copy_vec4.gb_per_s {
+                " (the ceiling: fastest)"
+            } else {
+                ""
+            }
+        );
+    }
     for g in &r.gemv {
         let t = &g.time;
         println!(
