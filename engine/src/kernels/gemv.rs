@@ -189,10 +189,10 @@ pub fn dispatch_layout(
     record(ctx, pass, kernel, buffers, shape, layout)
 }
 
-/// Whether `dispatch_layout` records gemv_wide: FP4 weights, K a multiple of `WIDE_K` (the
-/// shape it was timed on; other K keep the tile kernel until measured), and enough rows for
-/// `MIN_WORKGROUPS` workgroups. (H200, 256 MiB of weights, K = 8192, × a copy's bandwidth:
-/// NVFP4 0.74 → 0.81, MXFP4 0.73 → 0.78; docs/BENCHMARKS.md, "x in registers".)
+/// Whether `dispatch_layout` records gemv_wide: FP4 weights, K a multiple of `WIDE_K` (at K =
+/// 7168 and 16384 it was no faster than the tile kernel on an H100), and enough rows for
+/// `MIN_WORKGROUPS` workgroups. (H200, 256 MiB of weights, K = 8192: NVFP4 2.37 → 2.59 TB/s,
+/// MXFP4 2.34 → 2.50 TB/s; docs/BENCHMARKS.md, "x in registers" and "The copy's size".)
 pub fn is_wide(shape: GemvShape) -> bool {
     matches!(shape.format, Format::Nvfp4 | Format::Mxfp4)
         && shape.k.is_multiple_of(WIDE_K)
