@@ -99,11 +99,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Untimed passes before the timed ones.
+/// Untimed passes per warm-up submission.
 const WARM_UP_PASSES: u32 = 64;
+/// How long the warm-up keeps the GPU busy before the timed passes. An idle GPU runs at low
+/// clocks and takes a few hundred ms of load to raise them (H200, session 16: 345-780 MHz while
+/// the host prepared the next matrix, 1980 MHz under load, ~0.5 s to get there); a burst of a few
+/// ms right after would be timed at idle clocks, which slows the decode-bound kernels 2-4x and
+/// the copy hardly at all, and made the same kernel's time vary from one run to the next.
+const WARM_UP: std::time::Duration = std::time::Duration::from_millis(600);
 
 /// Runs `record` `iterations` times, each in its own timed compute pass of one command buffer,
-/// after an untimed warm-up.
+/// after an untimed warm-up of at least `WARM_UP`.
 async fn time_passes(
     ctx: &GpuContext,
     label: &str,
@@ -111,17 +117,21 @@ async fn time_passes(
     bytes_moved: u64,
     record: &dyn Fn(&mut wgpu::ComputePass<'_>) -> Result<(), KernelError>,
 ) -> Result<KernelTime, KernelError> {
-    // Warm-up, untimed and waited for: the GPU idles while the host prepares the next matrix,
-    // and a short burst right after would run at idle clocks (on the H200 that made the same
-    // kernel 3-6x slower from one run to the next).
-    let mut warm = ctx.device.create_command_encoder(&Default::default());
-    for _ in 0..iterations.max(WARM_UP_PASSES) {
-        let mut pass = warm.begin_compute_pass(&Default::default());
-        record(&mut pass)?;
+    // Warm-up, untimed, in submissions that are each waited for, until WARM_UP has passed.
+    let warm_start = Instant::now();
+    loop {
+        let mut warm = ctx.device.create_command_encoder(&Default::default());
+        for _ in 0..iterations.max(WARM_UP_PASSES) {
+            let mut pass = warm.begin_compute_pass(&Default::default());
+            record(&mut pass)?;
+        }
+        ctx.queue.submit([warm.finish()]);
+        let probe = storage_zeroed(ctx, "warm-up probe", 4)?;
+        read_back::<u32>(ctx, &probe).await?;
+        if warm_start.elapsed() >= WARM_UP {
+            break;
+        }
     }
-    ctx.queue.submit([warm.finish()]);
-    let probe = storage_zeroed(ctx, "warm-up probe", 4)?;
-    read_back::<u32>(ctx, &probe).await?;
 
     let mut profiler = Profiler::new(ctx, iterations);
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
