@@ -194,9 +194,15 @@ pub fn dispatch_layout(
 /// `MIN_WORKGROUPS` workgroups. (H200, 256 MiB of weights, K = 8192: NVFP4 2.37 → 2.59 TB/s,
 /// MXFP4 2.34 → 2.50 TB/s; docs/BENCHMARKS.md, "x in registers" and "The copy's size".)
 pub fn is_wide(shape: GemvShape) -> bool {
-    matches!(shape.format, Format::Nvfp4 | Format::Mxfp4)
+    reads_wide(shape.format)
         && shape.k.is_multiple_of(WIDE_K)
         && u64::from(shape.m).div_ceil(u64::from(WIDE_ROWS)) >= MIN_WORKGROUPS
+}
+
+/// The formats gemv_wide reads: FP4, whose decode bounds the tile kernel. (int8 and FP8
+/// through gemv_wide are an experiment, untimed: docs/experiments/gemv-wide/int8-fp8.patch.)
+pub fn reads_wide(format: Format) -> bool {
+    matches!(format, Format::Nvfp4 | Format::Mxfp4)
 }
 
 /// The kernel `dispatch_layout` records for `shape`: "gemv" or "gemv_wide".
@@ -229,7 +235,7 @@ pub fn dispatch_wide(
     shape: GemvShape,
     layout: GemvLayout,
 ) -> Result<u64, KernelError> {
-    if !matches!(shape.format, Format::Nvfp4 | Format::Mxfp4) {
+    if !reads_wide(shape.format) {
         return Err(KernelError::Format {
             what: "gemv_wide (FP4 only)",
             format: shape.format.name(),
