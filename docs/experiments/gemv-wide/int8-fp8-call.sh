@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One device call that decides int8-fp8.patch (docs/experiments/README.md, session 17).
+#
+#   bash docs/experiments/gemv-wide/int8-fp8-call.sh build   # here, in the repository root
+#   bash docs/experiments/gemv-wide/int8-fp8-call.sh run     # there, after the .gl recipe and
+#                                                            # VK_DRIVER_FILES; writes $OUT/int8-fp8.log
+#
+# build: a release binary from HEAD with shader-override.patch and int8-fp8.patch, into
+# bench-bin/ (add /bench-bin/ to .git/info/exclude and carry it), and two composed gemv_wide
+# sources: v_two (int8-fp8-two-chunks.wgsl) and v_nonan (FP8 without its NaN check: a timing
+# probe whose values are right only because the bench's weights hold no NaN).
+# run: the same binary, gemv_wide (the patch's rule) against the tile kernel
+# (MOESCOPE_GEMV_WIDE=0) for int8 and FP8, interleaved, at 256 and 512 MiB, with the SM clock
+# logged every 250 ms to $OUT/clocks.csv.
+set -euo pipefail
+here=docs/experiments
+case "${1:-}" in
+build)
+    tree=$(mktemp -d)
+    git worktree add -q --detach "$tree" HEAD
+    (cd "$tree" && git apply "$OLDPWD/$here/gemv-wide/int8-fp8.patch" \
+        && git apply "$OLDPWD/$here/shader-override.patch")
+    CARGO_TARGET_DIR=target-exp cargo build --release -p moescope-engine --bin moescope \
+        --manifest-path "$tree/Cargo.toml"
+    mkdir -p bench-bin/v_two bench-bin/v_nonan
+    cp target-exp/release/moescope bench-bin/moescope-exp
+    inc="$tree/shaders/include"
+    cat "$inc/fp8.wgsl" "$inc/weights.wgsl" "$inc/gemv_layout.wgsl" \
+        "$here/gemv-wide/int8-fp8-two-chunks.wgsl" > bench-bin/v_two/gemv_wide.wgsl
+    cat "$inc/fp8.wgsl" "$inc/weights.wgsl" "$inc/gemv_layout.wgsl" "$tree/shaders/gemv_wide.wgsl" \
+        | perl -0pe 's/let c = q\.codes;.*?return vec2\(select\(scale,[^\n]*\n/return vec2(bitcast<f32>(q.scale));\n/s' \
+        > bench-bin/v_nonan/gemv_wide.wgsl
+    if grep -q "e4m3_nan_bytes(c" bench-bin/v_nonan/gemv_wide.wgsl; then
+        echo "v_nonan: the NaN check was not found to remove" >&2
+        exit 1
+    fi
+    git worktree remove --force "$tree"
+    cp "$0" bench-bin/call.sh
+    ;;
+run)
+    b=bench-bin/moescope-exp
+    log=$OUT/int8-fp8.log
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,clocks_event_reasons.active \
+        --format=csv -lms 250 > "$OUT/clocks.csv" 2>&1 &
+    nvidia-smi >> "$log" 2>&1
+    one() { echo "=== $*" >> "$log"; env "$@" >> "$log" 2>&1; echo "rc $?" >> "$log"; }
+    a="--iterations 40 --formats"
+    set +e
+    for mib in 256 256 512; do
+        one V=wide timeout 100 $b bench kernels --mib $mib $a int8,fp8-e4m3,nvfp4,mxfp4
+        one MOESCOPE_GEMV_WIDE=0 timeout 100 $b bench kernels --mib $mib $a int8,fp8-e4m3
+        one MOESCOPE_WGSL_DIR=bench-bin/v_two timeout 100 $b bench kernels --mib $mib $a int8,fp8-e4m3
+        one MOESCOPE_WGSL_DIR=bench-bin/v_nonan timeout 100 $b bench kernels --mib $mib $a fp8-e4m3
+    done
+    grep -E "^===|^rc|ceiling|^int8|^fp8|^nvfp4|^mxfp4|best gemv" "$log"
+    ;;
+*)
+    echo "usage: $0 build|run" >&2
+    exit 2
+    ;;
+esac
