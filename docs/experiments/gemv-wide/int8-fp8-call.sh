@@ -6,12 +6,15 @@
 #                                                            # VK_DRIVER_FILES; writes $OUT/int8-fp8.log
 #
 # build: a release binary from HEAD with shader-override.patch and int8-fp8.patch, into
-# bench-bin/ (add /bench-bin/ to .git/info/exclude and carry it), and two composed gemv_wide
-# sources: v_two (int8-fp8-two-chunks.wgsl) and v_nonan (FP8 without its NaN check: a timing
-# probe whose values are right only because the bench's weights hold no NaN).
+# bench-bin/ (add /bench-bin/ to .git/info/exclude and carry it), and composed sources:
+# v_two/gemv_wide.wgsl (int8-fp8-two-chunks.wgsl); v_nonan/gemv_wide.wgsl (FP8 without its NaN
+# check: a timing probe whose values are right only because the bench's weights hold no NaN);
+# v_nodecode/gemv.wgsl and gemv_wide.wgsl (each int8, FP8 or FP4 word one FMA of its bits, no
+# NaN check: values wrong, the bench prints MISMATCH; what each kernel's loads, scales, x reads
+# and reduction allow without a decode, against the same run's copy).
 # run: the same binary, gemv_wide (the patch's rule) against the tile kernel
 # (MOESCOPE_GEMV_WIDE=0) for int8 and FP8, interleaved, at 256 and 512 MiB, with the SM clock
-# logged every 250 ms to $OUT/clocks.csv.
+# logged every 250 ms to $OUT/clocks.csv; then the no-decode probes of both kernels.
 set -euo pipefail
 here=docs/experiments
 case "${1:-}" in
@@ -25,13 +28,20 @@ build)
     mkdir -p bench-bin/v_two bench-bin/v_nonan
     cp target-exp/release/moescope bench-bin/moescope-exp
     inc="$tree/shaders/include"
-    cat "$inc/fp8.wgsl" "$inc/weights.wgsl" "$inc/gemv_layout.wgsl" \
-        "$here/gemv-wide/int8-fp8-two-chunks.wgsl" > bench-bin/v_two/gemv_wide.wgsl
-    cat "$inc/fp8.wgsl" "$inc/weights.wgsl" "$inc/gemv_layout.wgsl" "$tree/shaders/gemv_wide.wgsl" \
-        | perl -0pe 's/let c = q\.codes;.*?return vec2\(select\(scale,[^\n]*\n/return vec2(bitcast<f32>(q.scale));\n/s' \
-        > bench-bin/v_nonan/gemv_wide.wgsl
-    if grep -q "e4m3_nan_bytes(c" bench-bin/v_nonan/gemv_wide.wgsl; then
-        echo "v_nonan: the NaN check was not found to remove" >&2
+    # A kernel's composed source (as kernels::SHADERS has it).
+    compose() { cat "$inc/fp8.wgsl" "$inc/weights.wgsl" "$inc/gemv_layout.wgsl" "$1"; }
+    no_nan='s/let c = q\.codes;.*?return vec2\(select\(scale,[^\n]*\n/return vec2(bitcast<f32>(q.scale));\n/s'
+    no_decode='s/case 3u: \{\n\s*return acc \+ int8_word_dot.*?fp4_word_fma\(c\[p\], x\.a, x\.b, acc\);\n\s*\}/case 3u, 4u, 5u, 6u: { return fma(bitcast<f32>(c[p] & 0x3F7FFFFFu), x.a.x, acc); }/s'
+    compose "$here/gemv-wide/int8-fp8-two-chunks.wgsl" > bench-bin/v_two/gemv_wide.wgsl
+    compose "$tree/shaders/gemv_wide.wgsl" | perl -0pe "$no_nan" > bench-bin/v_nonan/gemv_wide.wgsl
+    mkdir -p bench-bin/v_nodecode
+    for k in gemv gemv_wide; do
+        compose "$tree/shaders/$k.wgsl" | perl -0pe "$no_nan" | perl -0pe "$no_decode" \
+            > bench-bin/v_nodecode/$k.wgsl
+    done
+    if grep -q "e4m3_nan_bytes(c" bench-bin/v_nonan/gemv_wide.wgsl bench-bin/v_nodecode/*.wgsl \
+        || grep -q "int8_word_dot(c\[p\]" bench-bin/v_nodecode/*.wgsl; then
+        echo "the probes' edits did not apply to these sources" >&2
         exit 1
     fi
     git worktree remove --force "$tree"
@@ -51,6 +61,10 @@ run)
         one MOESCOPE_GEMV_WIDE=0 timeout 100 $b bench kernels --mib $mib $a int8,fp8-e4m3
         one MOESCOPE_WGSL_DIR=bench-bin/v_two timeout 100 $b bench kernels --mib $mib $a int8,fp8-e4m3
         one MOESCOPE_WGSL_DIR=bench-bin/v_nonan timeout 100 $b bench kernels --mib $mib $a fp8-e4m3
+    done
+    for wide in 1 0; do
+        one MOESCOPE_GEMV_WIDE=$wide MOESCOPE_WGSL_DIR=bench-bin/v_nodecode timeout 100 \
+            $b bench kernels --mib 256 $a int8,fp8-e4m3,nvfp4,mxfp4
     done
     grep -E "^===|^rc|ceiling|^int8|^fp8|^nvfp4|^mxfp4|best gemv" "$log"
     ;;
