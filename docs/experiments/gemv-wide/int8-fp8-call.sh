@@ -11,7 +11,9 @@
 # check: a timing probe whose values are right only because the bench's weights hold no NaN);
 # v_nodecode/gemv.wgsl and gemv_wide.wgsl (each int8, FP8 or FP4 word one FMA of its bits, no
 # NaN check: values wrong, the bench prints MISMATCH; what each kernel's loads, scales, x reads
-# and reduction allow without a decode, against the same run's copy).
+# and reduction allow without a decode, against the same run's copy); v_noscale/ the same with
+# every scale word a constant instead of a load (what the scale loads cost that path: compare
+# µs, since the bench still counts the scale bytes it no longer reads, 11% of NVFP4's).
 # run: the same binary, gemv_wide (the patch's rule) against the tile kernel
 # (MOESCOPE_GEMV_WIDE=0) for int8 and FP8, interleaved, at 256 and 512 MiB, with the SM clock
 # logged every 250 ms to $OUT/clocks.csv; then the no-decode probes of both kernels.
@@ -34,10 +36,16 @@ build)
     no_decode='s/case 3u: \{\n\s*return acc \+ int8_word_dot.*?fp4_word_fma\(c\[p\], x\.a, x\.b, acc\);\n\s*\}/case 3u, 4u, 5u, 6u: { return fma(bitcast<f32>(c[p] & 0x3F7FFFFFu), x.a.x, acc); }/s'
     compose "$here/gemv-wide/int8-fp8-two-chunks.wgsl" > bench-bin/v_two/gemv_wide.wgsl
     compose "$tree/shaders/gemv_wide.wgsl" | perl -0pe "$no_nan" > bench-bin/v_nonan/gemv_wide.wgsl
-    mkdir -p bench-bin/v_nodecode
+    no_scale='s/(fn scale_word\(i: u32\) -> u32 \{\n\s*return) w\[i \/ 4u\]\[i % 4u\];/$1 0x3F800000u | (i & 0u);/'
+    mkdir -p bench-bin/v_nodecode bench-bin/v_noscale
     for k in gemv gemv_wide; do
         compose "$tree/shaders/$k.wgsl" | perl -0pe "$no_nan" | perl -0pe "$no_decode" \
             > bench-bin/v_nodecode/$k.wgsl
+        perl -0pe "$no_scale" bench-bin/v_nodecode/$k.wgsl > bench-bin/v_noscale/$k.wgsl
+        if cmp -s bench-bin/v_nodecode/$k.wgsl bench-bin/v_noscale/$k.wgsl; then
+            echo "v_noscale: scale_word was not found to replace" >&2
+            exit 1
+        fi
     done
     if grep -q "e4m3_nan_bytes(c" bench-bin/v_nonan/gemv_wide.wgsl bench-bin/v_nodecode/*.wgsl \
         || grep -q "int8_word_dot(c\[p\]" bench-bin/v_nodecode/*.wgsl; then
@@ -62,9 +70,11 @@ run)
         one MOESCOPE_WGSL_DIR=bench-bin/v_two timeout 100 $b bench kernels --mib $mib $a int8,fp8-e4m3
         one MOESCOPE_WGSL_DIR=bench-bin/v_nonan timeout 100 $b bench kernels --mib $mib $a fp8-e4m3
     done
-    for wide in 1 0; do
-        one MOESCOPE_GEMV_WIDE=$wide MOESCOPE_WGSL_DIR=bench-bin/v_nodecode timeout 100 \
-            $b bench kernels --mib 256 $a int8,fp8-e4m3,nvfp4,mxfp4
+    for probe in v_nodecode v_noscale; do
+        for wide in 1 0; do
+            one MOESCOPE_GEMV_WIDE=$wide MOESCOPE_WGSL_DIR=bench-bin/$probe timeout 100 \
+                $b bench kernels --mib 256 $a int8,fp8-e4m3,nvfp4,mxfp4
+        done
     done
     grep -E "^===|^rc|ceiling|^int8|^fp8|^nvfp4|^mxfp4|best gemv" "$log"
     ;;
