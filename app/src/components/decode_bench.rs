@@ -106,7 +106,7 @@ pub fn DecodeBenchPanel() -> impl IntoView {
                                         <td class="num">{v.submissions_per_step}</td>
                                         <td class="num">{format!("{:.2}", v.bytes_per_step as f64 / 1e6)}</td>
                                         <td class="num">{v.gpu_us_per_step.map_or("—".to_owned(), |us| format!("{us:.0}"))}</td>
-                                        <td class="num">{format!("{:.1e}", v.max_logit_diff_vs_baseline)}</td>
+                                        <td class="num">{logit_diff(v.max_logit_diff_vs_baseline)}</td>
                                     </tr>
                                 }).collect_view()}
                             </tbody>
@@ -115,5 +115,15 @@ pub fn DecodeBenchPanel() -> impl IntoView {
                 }.into_any(),
             }}
         </section>
+    }
+}
+
+/// A logit difference for the table: "0" when the variant's logits equal the baseline's bit
+/// for bit (a fusion that keeps every sum's order changes no bit), else two significant digits.
+fn logit_diff(d: f64) -> String {
+    if d == 0.0 {
+        "0".to_owned()
+    } else {
+        format!("{d:.1e}")
     }
 }
