@@ -167,6 +167,25 @@ pub struct Verdict {
     pub off_by: f64,
 }
 
+impl Verdict {
+    /// What the page says of the prediction: how far off it is, and whether that is close
+    /// (`tolerance` as given to `check`). Half a percent or less is spot on: a student who
+    /// counted the kernels exactly should read that, not only "within 20%".
+    pub fn describe(&self, tolerance: f64) -> String {
+        let percent = 100.0 * self.off_by;
+        if percent.abs() < 0.5 {
+            "Your prediction is spot on.".to_owned()
+        } else if self.close {
+            format!(
+                "Your prediction is off by {percent:+.0}%, within {:.0}%: close.",
+                100.0 * tolerance
+            )
+        } else {
+            format!("Your prediction is off by {percent:+.0}%.")
+        }
+    }
+}
+
 pub fn check(prediction: f64, value: f64, tolerance: f64) -> Verdict {
     let off_by = if value != 0.0 {
         (prediction - value) / value.abs()
@@ -257,6 +276,22 @@ mod tests {
         assert!(check(80.0, 77.0, 0.15).close);
         assert!(!check(120.0, 77.0, 0.15).close);
         assert!((check(88.0, 80.0, 0.15).off_by - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn verdicts_say_how_far_off_the_prediction_is() {
+        assert_eq!(
+            check(140.0, 140.0, 0.2).describe(0.2),
+            "Your prediction is spot on."
+        );
+        assert_eq!(
+            check(2.0, 1.74, 0.3).describe(0.3),
+            "Your prediction is off by +15%, within 30%: close."
+        );
+        assert_eq!(
+            check(60.0, 77.0, 0.15).describe(0.15),
+            "Your prediction is off by -22%."
+        );
     }
 
     #[test]

@@ -138,11 +138,7 @@ fn LabStep(
                 Err(e) => view! { <p class="bad" data-testid=format!("lab-result-{index}")>{e}</p> }.into_any(),
                 Ok(v) => {
                     let verdict = labs::check(parsed().unwrap_or(f64::NAN), v, tolerance);
-                    let text = if verdict.close {
-                        format!("{} ({kind}). Your prediction is within {:.0}%: close.", format_value(v, &unit), 100.0 * tolerance)
-                    } else {
-                        format!("{} ({kind}). Your prediction is off by {:+.0}%.", format_value(v, &unit), 100.0 * verdict.off_by)
-                    };
+                    let text = format!("{} ({kind}). {}", format_value(v, &unit), verdict.describe(tolerance));
                     view! {
                         <p class=if verdict.close { "good" } else { "bad" } data-testid=format!("lab-result-{index}")
                             data-close=verdict.close.to_string()>{text}</p>
