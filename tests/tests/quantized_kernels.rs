@@ -278,7 +278,8 @@ fn a_nan_fp8_weight_makes_its_row_nan_as_dequantizing_does() {
     let got = run(&ctx, &y_buf, |pass| {
         gemv::dispatch(&ctx, pass, &w_buf, &x_buf, &y_buf, shape).unwrap();
     });
-    let want = reference::gemv(&dequantize(&quantize(format, &w, m, k)), &x, m, k);
+    let deq = dequantize(&quantize(format, &w, m, k));
+    let want = reference::gemv(&deq, &x, m, k);
     for r in 0..m {
         assert_eq!(
             got[r].is_nan(),
@@ -289,6 +290,13 @@ fn a_nan_fp8_weight_makes_its_row_nan_as_dequantizing_does() {
         );
     }
     assert!(got[1].is_nan());
+    // The other rows share row 1's block, whose scale carries the NaN flag: their values stand.
+    let magnitude = reference::gemv_magnitude(&deq, &x, m, k);
+    let tolerance = gemv::tolerance(shape);
+    for r in [0, 2, 3] {
+        let c = compare_scaled(&got[r..=r], &want[r..=r], &magnitude[r..=r], tolerance);
+        assert!(c.passed(), "{}", c.describe(&format!("row {r}")));
+    }
 }
 
 /// Large matrices run with several rows per lane group (`gemv::rows_per_lane`): the same
