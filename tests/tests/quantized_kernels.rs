@@ -290,7 +290,7 @@ fn a_nan_fp8_weight_makes_its_row_nan_as_dequantizing_does() {
         );
     }
     assert!(got[1].is_nan());
-    // The other rows share row 1's block, whose scale carries the NaN flag: their values stand.
+    // The other rows share row 1's FP8 block (and its scale): their values stand.
     let magnitude = reference::gemv_magnitude(&deq, &x, m, k);
     let tolerance = gemv::tolerance(shape);
     for r in [0, 2, 3] {
