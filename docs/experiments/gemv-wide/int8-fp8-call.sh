@@ -14,6 +14,8 @@
 # and reduction allow without a decode, against the same run's copy); v_noscale/ the same with
 # every scale word a constant instead of a load (what the scale loads cost that path: compare
 # µs, since the bench still counts the scale bytes it no longer reads, 11% of NVFP4's).
+# A second binary, .bench/moescope-flag, adds fp8-nan-flag.patch (NaN checks only in blocks whose
+# scale carries the flag).
 # run: the same binary, gemv_wide (the patch's rule) against the tile kernel
 # (MOESCOPE_GEMV_WIDE=0) for int8 and FP8, interleaved, at 256 and 512 MiB, with the SM clock
 # logged every 250 ms to $OUT/clocks.csv; then the no-decode probes of both kernels.
@@ -52,6 +54,10 @@ build)
         echo "the probes' edits did not apply to these sources" >&2
         exit 1
     fi
+    (cd "$tree" && git apply "$OLDPWD/$here/fp8-nan-flag.patch")
+    CARGO_TARGET_DIR=target/exp cargo build --release -p moescope-engine --bin moescope \
+        --manifest-path "$tree/Cargo.toml"
+    cp target/exp/release/moescope .bench/moescope-flag
     git worktree remove --force "$tree"
     cp "$0" .bench/call.sh
     ;;
@@ -69,6 +75,8 @@ run)
         one MOESCOPE_GEMV_WIDE=0 timeout 100 $b bench kernels --mib $mib $a int8,fp8-e4m3
         one MOESCOPE_WGSL_DIR=.bench/v_two timeout 100 $b bench kernels --mib $mib $a int8,fp8-e4m3
         one MOESCOPE_WGSL_DIR=.bench/v_nonan timeout 100 $b bench kernels --mib $mib $a fp8-e4m3
+        one V=flag timeout 100 .bench/moescope-flag bench kernels --mib $mib $a fp8-e4m3
+        one V=flag MOESCOPE_GEMV_WIDE=0 timeout 100 .bench/moescope-flag bench kernels --mib $mib $a fp8-e4m3
     done
     one V=wide timeout 100 $b bench kernels --mib 512 $a int8,fp8-e4m3,nvfp4,mxfp4
     one MOESCOPE_GEMV_WIDE=0 timeout 100 $b bench kernels --mib 512 $a int8,fp8-e4m3
