@@ -165,20 +165,22 @@ pub struct Verdict {
     pub close: bool,
     /// (prediction − value) / value.
     pub off_by: f64,
+    /// The fraction `check` counted as close.
+    pub tolerance: f64,
 }
 
 impl Verdict {
-    /// What the page says of the prediction: how far off it is, and whether that is close
-    /// (`tolerance` as given to `check`). Half a percent or less is spot on: a student who
-    /// counted the kernels exactly should read that, not only "within 20%".
-    pub fn describe(&self, tolerance: f64) -> String {
+    /// What the page says of the prediction: how far off it is, and whether that is close.
+    /// Half a percent or less is spot on: a student who counted the kernels exactly should read
+    /// that, not only "within 20%".
+    pub fn describe(&self) -> String {
         let percent = 100.0 * self.off_by;
         if percent.abs() < 0.5 {
             "Your prediction is spot on.".to_owned()
         } else if self.close {
             format!(
                 "Your prediction is off by {percent:+.0}%, within {:.0}%: close.",
-                100.0 * tolerance
+                100.0 * self.tolerance
             )
         } else {
             format!("Your prediction is off by {percent:+.0}%.")
@@ -195,6 +197,7 @@ pub fn check(prediction: f64, value: f64, tolerance: f64) -> Verdict {
     Verdict {
         close: off_by.abs() <= tolerance,
         off_by,
+        tolerance,
     }
 }
 
@@ -281,15 +284,15 @@ mod tests {
     #[test]
     fn verdicts_say_how_far_off_the_prediction_is() {
         assert_eq!(
-            check(140.0, 140.0, 0.2).describe(0.2),
+            check(140.0, 140.0, 0.2).describe(),
             "Your prediction is spot on."
         );
         assert_eq!(
-            check(2.0, 1.74, 0.3).describe(0.3),
+            check(2.0, 1.74, 0.3).describe(),
             "Your prediction is off by +15%, within 30%: close."
         );
         assert_eq!(
-            check(60.0, 77.0, 0.15).describe(0.15),
+            check(60.0, 77.0, 0.15).describe(),
             "Your prediction is off by -22%."
         );
     }

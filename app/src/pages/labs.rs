@@ -138,7 +138,7 @@ fn LabStep(
                 Err(e) => view! { <p class="bad" data-testid=format!("lab-result-{index}")>{e}</p> }.into_any(),
                 Ok(v) => {
                     let verdict = labs::check(parsed().unwrap_or(f64::NAN), v, tolerance);
-                    let text = format!("{} ({kind}). {}", format_value(v, &unit), verdict.describe(tolerance));
+                    let text = format!("{} ({kind}). {}", format_value(v, &unit), verdict.describe());
                     view! {
                         <p class=if verdict.close { "good" } else { "bad" } data-testid=format!("lab-result-{index}")
                             data-close=verdict.close.to_string()>{text}</p>
