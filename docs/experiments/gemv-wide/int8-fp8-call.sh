@@ -7,7 +7,7 @@
 #
 # build: a release binary from HEAD with shader-override.patch and int8-fp8.patch, into
 # .bench/ (which .gitignore ignores; carry it), and composed sources:
-# v_two/gemv_wide.wgsl (int8-fp8-two-chunks.wgsl); v_nonan/gemv_wide.wgsl (FP8 without its NaN
+# v_two/gemv_wide.wgsl (gemv_wide with int8-fp8-two-chunks.patch); v_nonan/gemv_wide.wgsl (FP8 without its NaN
 # check: a timing probe whose values are right only because the bench's weights hold no NaN);
 # v_nodecode/gemv.wgsl and gemv_wide.wgsl (each int8, FP8 or FP4 word one FMA of its bits, no
 # NaN check: values wrong, the bench prints MISMATCH; what each kernel's loads, scales, x reads
@@ -36,7 +36,9 @@ build)
     compose() { cat "$inc/fp8.wgsl" "$inc/weights.wgsl" "$inc/gemv_layout.wgsl" "$1"; }
     no_nan='s/let c = q\.codes;.*?return vec2\(select\(scale,[^\n]*\n/return vec2(bitcast<f32>(q.scale));\n/s'
     no_decode='s/case 3u: \{\n\s*return acc \+ int8_word_dot.*?fp4_word_fma\(c\[p\], x\.a, x\.b, acc\);\n\s*\}/case 3u, 4u, 5u, 6u: { return fma(bitcast<f32>(c[p] & 0x3F7FFFFFu), x.a.x, acc); }/s'
-    compose "$here/gemv-wide/int8-fp8-two-chunks.wgsl" > .bench/v_two/gemv_wide.wgsl
+    patch -s -o .bench/two.wgsl "$tree/shaders/gemv_wide.wgsl" < "$here/gemv-wide/int8-fp8-two-chunks.patch"
+    compose .bench/two.wgsl > .bench/v_two/gemv_wide.wgsl
+    rm .bench/two.wgsl
     compose "$tree/shaders/gemv_wide.wgsl" | perl -0pe "$no_nan" > .bench/v_nonan/gemv_wide.wgsl
     no_scale='s/(fn scale_word\(i: u32\) -> u32 \{\n\s*return) w\[i \/ 4u\]\[i % 4u\];/$1 0x3F800000u | (i & 0u);/'
     mkdir -p .bench/v_nodecode .bench/v_noscale
