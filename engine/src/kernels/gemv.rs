@@ -200,7 +200,8 @@ pub fn is_wide(shape: GemvShape) -> bool {
 }
 
 /// The formats gemv_wide reads: FP4, whose decode bounds the tile kernel. (int8 and FP8
-/// through gemv_wide are an experiment, untimed: docs/experiments/gemv-wide/int8-fp8.patch.)
+/// through gemv_wide, docs/experiments/gemv-wide/int8-fp8.patch, were 0.5-8% slower than the
+/// tile kernel on an H100: docs/BENCHMARKS.md, "8-bit gemv_wide".)
 pub fn reads_wide(format: Format) -> bool {
     matches!(format, Format::Nvfp4 | Format::Mxfp4)
 }
