@@ -76,8 +76,9 @@ pub struct CopyTime {
 /// 2.93 over 240 MiB ones; H200: 3.2 TB/s over 256 MiB, 4.0 over 1 GiB), and a slow ceiling
 /// flatters every ratio (docs/BENCHMARKS.md, "The copy's size"). Three eighths puts 192 MiB,
 /// the fastest size on both GPUs at `--mib 256`, into the sweep at `--mib 512` too; at `--mib
-/// 256` it is 96 MiB buffers, still four times a 50 MB L2 in all.
-const COPY_EIGHTHS: [u64; 5] = [3, 4, 6, 16, 32];
+/// 256` it is 96 MiB buffers, still four times a 50 MB L2 in all. 1.5, 3 and 6 times reach the
+/// large buffers that were faster still on an H100 (896 MiB to 1.5 GiB, "FP4 by size").
+const COPY_EIGHTHS: [u64; 8] = [3, 4, 6, 12, 16, 24, 32, 48];
 
 #[derive(Clone, Debug, Serialize)]
 pub struct FormatBandwidth {
