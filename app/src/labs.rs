@@ -162,7 +162,6 @@ pub fn encode_state(lab: &Lab) -> String {
 /// How a prediction compares with the computed value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
-    pub close: bool,
     /// (prediction − value) / value.
     pub off_by: f64,
     /// The fraction `check` counted as close.
@@ -170,6 +169,11 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// Whether the prediction is within the tolerance (never for a NaN prediction).
+    pub fn close(&self) -> bool {
+        self.off_by.abs() <= self.tolerance
+    }
+
     /// What the page says of the prediction: how far off it is, and whether that is close.
     /// Half a percent or less is spot on: a student who counted the kernels exactly should read
     /// that, not only "within 20%".
@@ -177,7 +181,7 @@ impl Verdict {
         let percent = 100.0 * self.off_by;
         if percent.abs() < 0.5 {
             "Your prediction is spot on.".to_owned()
-        } else if self.close {
+        } else if self.close() {
             format!(
                 "Your prediction is off by {percent:+.0}%, within {:.0}%: close.",
                 100.0 * self.tolerance
@@ -194,11 +198,7 @@ pub fn check(prediction: f64, value: f64, tolerance: f64) -> Verdict {
     } else {
         prediction
     };
-    Verdict {
-        close: off_by.abs() <= tolerance,
-        off_by,
-        tolerance,
-    }
+    Verdict { off_by, tolerance }
 }
 
 #[cfg(test)]
@@ -276,8 +276,8 @@ mod tests {
 
     #[test]
     fn predictions_are_checked_against_the_tolerance() {
-        assert!(check(80.0, 77.0, 0.15).close);
-        assert!(!check(120.0, 77.0, 0.15).close);
+        assert!(check(80.0, 77.0, 0.15).close());
+        assert!(!check(120.0, 77.0, 0.15).close());
         assert!((check(88.0, 80.0, 0.15).off_by - 0.1).abs() < 1e-12);
     }
 

@@ -140,8 +140,8 @@ fn LabStep(
                     let verdict = labs::check(parsed().unwrap_or(f64::NAN), v, tolerance);
                     let text = format!("{} ({kind}). {}", format_value(v, &unit), verdict.describe());
                     view! {
-                        <p class=if verdict.close { "good" } else { "bad" } data-testid=format!("lab-result-{index}")
-                            data-close=verdict.close.to_string()>{text}</p>
+                        <p class=if verdict.close() { "good" } else { "bad" } data-testid=format!("lab-result-{index}")
+                            data-close=verdict.close().to_string()>{text}</p>
                         <p class="lab-explain" data-testid=format!("lab-explain-{index}")>{explain.clone()}</p>
                     }.into_any()
                 }
