@@ -4,8 +4,8 @@
 # streams, and fewer rows per workgroup shrink it (while the streaming rate may drop).
 #
 #   bash docs/experiments/gemv-wide/int8-fp8-call.sh build   # here: .bench/moescope-exp
-#   cp docs/experiments/gemv-wide/drain-call.sh .bench/
-#   bash .bench/drain-call.sh                                # there, after the .gl recipe
+#   bash docs/experiments/gemv-wide/drain-call.sh            # there (the tree travels), after
+#                                                            # the .gl recipe; carry .bench
 #
 # NVFP4 at 256 and 384 MiB for 32, 16 and 8 rows per workgroup; fit time = a + bytes / B per
 # setting from the two sizes. Not yet run (session 18 ran out of device time).
