@@ -1,21 +1,45 @@
 #!/usr/bin/env bash
 # Is gemv_wide's cost per dispatch (17-21 µs on an H100, BENCHMARKS.md "FP4 by size around
 # 256 MiB") the drain of its last workgroups? If so it grows with the bytes one workgroup
-# streams, and fewer rows per workgroup shrink it (while the streaming rate may drop).
+# streams: fewer rows per workgroup, or a tail of smaller workgroups at the end of the matrix
+# (tail.patch: MOESCOPE_WIDE_TAIL=rows,step), would shrink it. Run in session 19 on an H100:
+# no (BENCHMARKS.md, "The cost per dispatch is not the drain").
 #
-#   bash docs/experiments/gemv-wide/int8-fp8-call.sh build   # here: .bench/moescope-exp
-#   bash docs/experiments/gemv-wide/drain-call.sh            # there (the tree travels), after
-#                                                            # the .gl recipe; carry .bench
-#
-# NVFP4 at 256 and 384 MiB for 32, 16 and 8 rows per workgroup; fit time = a + bytes / B per
-# setting from the two sizes. Not yet run (session 18 ran out of device time).
-log=$OUT/drain.log
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$log"
-for pair in "32 256" "16 256" "32 384" "16 384" "8 256" "8 384"; do
-    set -- $pair
-    echo "=== rows $1 mib $2" >> "$log"
-    MOESCOPE_GEMV_WIDE=1 MOESCOPE_WIDE_ROWS=$1 timeout 40 .bench/moescope-exp bench kernels \
-        --mib "$2" --iterations 40 --formats nvfp4 >> "$log" 2>&1
-    echo "rc $?" >> "$log"
-done
-grep -E "^===|^rc|ceiling|^nvfp4" "$log"
+#   bash docs/experiments/gemv-wide/drain-call.sh build   # here: .bench/moescope-rows, -tail
+#   bash docs/experiments/gemv-wide/drain-call.sh run     # there (the tree travels), after
+#                                                         # the .gl recipe; carry .bench
+set -euo pipefail
+here=docs/experiments
+case "${1:-}" in
+build)
+    # moescope-rows: shader-override.patch (MOESCOPE_WIDE_ROWS); moescope-tail: and tail.patch.
+    for v in rows tail; do
+        tree=$(mktemp -d)
+        git worktree add -q --detach "$tree" HEAD
+        (cd "$tree" && git apply "$OLDPWD/$here/shader-override.patch")
+        [ $v = tail ] && (cd "$tree" && git apply "$OLDPWD/$here/gemv-wide/tail.patch")
+        CARGO_TARGET_DIR=target/exp cargo build --release -p moescope-engine --bin moescope \
+            --manifest-path "$tree/Cargo.toml"
+        mkdir -p .bench && cp target/exp/release/moescope .bench/moescope-$v
+        git worktree remove --force "$tree"
+    done
+    ;;
+run)
+    log=$OUT/drain.log
+    nvidia-smi --query-gpu=name --format=csv,noheader | tee "$log"
+    one() { echo "=== $*" >> "$log"; "$@" >> "$log" 2>&1; echo "rc $?" >> "$log"; }
+    for mib in 256 384; do
+        for t in 0,8 4096,8 8192,8 16384,8 8192,16 0,8; do
+            one env MOESCOPE_WIDE_TAIL=$t timeout 40 .bench/moescope-tail bench kernels \
+                --mib $mib --iterations 40 --formats nvfp4
+        done
+    done
+    for pair in "32 256" "16 256" "8 256" "32 384" "16 384" "8 384"; do
+        set -- $pair
+        one env MOESCOPE_GEMV_WIDE=1 MOESCOPE_WIDE_ROWS=$1 timeout 40 .bench/moescope-rows \
+            bench kernels --mib "$2" --iterations 40 --formats nvfp4
+    done
+    grep -E "^===|^rc|ceiling|^nvfp4" "$log"
+    ;;
+*) echo "usage: $0 build|run" >&2; exit 2 ;;
+esac
