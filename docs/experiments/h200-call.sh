@@ -4,28 +4,21 @@
 # logged every 250 ms. Not yet run with the current kernels: no H200 was lent in sessions 17-19.
 #
 #   bash docs/experiments/h200-call.sh build   # here: .bench/moescope-head (HEAD, release)
-#   bash docs/experiments/h200-call.sh run     # there, with .gl (the device README's recipe)
-#                                              # and .bench carried; ~200 s after the start
+#   bash docs/experiments/h200-call.sh run     # there, with .gl and .bench carried; ~200 s
+#                                              # after the start
 # On any other GPU `run` says so and stops at once, so that a call that lands on an H100 costs
 # only its start (the H100's figures are in BENCHMARKS.md, session 18).
 set -uo pipefail
+. docs/experiments/device.sh
 case "${1:-}" in
 build)
-    cargo build --release -p moescope-engine --bin moescope || exit 1
-    mkdir -p .bench && cp target/release/moescope .bench/moescope-head
+    build_patched head || exit 1
     ;;
 run)
     nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 \
         || { echo "not an H200: nothing run"; nvidia-smi -L; exit 0; }
-    for f in .gl/*.deb; do dpkg -x "$f" /; done
-    ldconfig
-    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
+    device_setup "$OUT/h200.log"
     b=.bench/moescope-head
-    log=$OUT/h200.log
-    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,clocks_event_reasons.active \
-        --format=csv -lms 250 > "$OUT/clocks.csv" 2>&1 &
-    nvidia-smi > "$log" 2>&1
-    one() { echo "=== $* ($(date +%T))" >> "$log"; "$@" >> "$log" 2>&1; echo "rc $?" >> "$log"; }
     for mib in 256 512 1024; do
         one timeout 100 $b bench kernels --mib $mib --iterations 40 \
             --formats int8,fp8-e4m3,nvfp4,mxfp4

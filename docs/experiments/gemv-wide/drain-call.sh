@@ -6,28 +6,19 @@
 # no (BENCHMARKS.md, "The cost per dispatch is not the drain").
 #
 #   bash docs/experiments/gemv-wide/drain-call.sh build   # here: .bench/moescope-rows, -tail
-#   bash docs/experiments/gemv-wide/drain-call.sh run     # there (the tree travels), after
-#                                                         # the .gl recipe; carry .bench
-set -euo pipefail
+#   bash docs/experiments/gemv-wide/drain-call.sh run     # there (the tree travels); carry
+#                                                         # .gl and .bench
+set -uo pipefail
 here=docs/experiments
+. $here/device.sh
 case "${1:-}" in
 build)
-    # moescope-rows: shader-override.patch (MOESCOPE_WIDE_ROWS); moescope-tail: and tail.patch.
-    for v in rows tail; do
-        tree=$(mktemp -d)
-        git worktree add -q --detach "$tree" HEAD
-        (cd "$tree" && git apply "$OLDPWD/$here/shader-override.patch")
-        [ $v = tail ] && (cd "$tree" && git apply "$OLDPWD/$here/gemv-wide/tail.patch")
-        CARGO_TARGET_DIR=target/exp cargo build --release -p moescope-engine --bin moescope \
-            --manifest-path "$tree/Cargo.toml"
-        mkdir -p .bench && cp target/exp/release/moescope .bench/moescope-$v
-        git worktree remove --force "$tree"
-    done
+    # moescope-rows: MOESCOPE_WIDE_ROWS (shader-override.patch); moescope-tail: and tail.patch.
+    build_patched rows $here/shader-override.patch || exit 1
+    build_patched tail $here/shader-override.patch $here/gemv-wide/tail.patch || exit 1
     ;;
 run)
-    log=$OUT/drain.log
-    nvidia-smi --query-gpu=name --format=csv,noheader | tee "$log"
-    one() { echo "=== $*" >> "$log"; "$@" >> "$log" 2>&1; echo "rc $?" >> "$log"; }
+    device_setup "$OUT/drain.log"
     for mib in 256 384; do
         for t in 0,8 4096,8 8192,8 16384,8 8192,16 0,8; do
             one env MOESCOPE_WIDE_TAIL=$t timeout 40 .bench/moescope-tail bench kernels \
@@ -39,7 +30,7 @@ run)
         one env MOESCOPE_GEMV_WIDE=1 MOESCOPE_WIDE_ROWS=$1 timeout 40 .bench/moescope-rows \
             bench kernels --mib "$2" --iterations 40 --formats nvfp4
     done
-    grep -E "^===|^rc|ceiling|^nvfp4" "$log"
+    grep -E "^===|^rc|ceiling|^nvfp4|NVIDIA H" "$log"
     ;;
 *) echo "usage: $0 build|run" >&2; exit 2 ;;
 esac
