@@ -30,14 +30,11 @@
 override LANES: u32 = 32u;
 // Rows each lane group computes (1 to 4). Narrow weights cover so many x values per 16-byte
 // chunk that a tile gives a lane only one or two chunks of a row; several rows give it that many
-// independent loads in flight, and reuse each x read from the tile. (Up to 8 rows were allowed
-// until 2026-12-04: once FP4 decoded part by part, 8 rows were no faster than 4 on the H200,
-// with twice the registers.)
+// independent loads in flight, and reuse each x read from the tile. With FP4 decoded part by
+// part, 8 rows are no faster than 4 on the H200 and take twice the registers.
 //
-// The rows are weights.wgsl's RowChunks, written out rather than arrays (see there). (H200,
-// 256 MiB of weights, together with weights.wgsl's transposed x tile: int8 0.65 → 0.87 of a
-// copy's bandwidth, FP4 0.43 → 0.55; the pipelined steps then took int8 to 0.96 and FP4 to
-// 0.59-0.65, and decoding the rows part by part FP4 further; docs/BENCHMARKS.md.)
+// The rows are weights.wgsl's RowChunks, written out rather than arrays (see there, and
+// docs/BENCHMARKS.md, Decisions).
 override ROWS_PER_LANE: u32 = 1u;
 const WORKGROUP: u32 = 256u;
 // Lane groups in a workgroup: rows per pass over the lane groups.

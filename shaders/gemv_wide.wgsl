@@ -10,8 +10,8 @@
 // registers for a whole pass (8 vec4s, loaded once), and the workgroup walks its ROWS rows one
 // at a time; a lane keeps a ring of the next four rows' chunks in flight, reloading a slot as
 // soon as it has decoded it. No x is read per row and no barrier waits per tile. (H200, 256 MiB
-// of weights, K = 8192: NVFP4 2.37 → 2.59 TB/s, MXFP4 2.34 → 2.50 TB/s; docs/BENCHMARKS.md,
-// "x in registers".)
+// of weights, K = 8192: NVFP4 2.59 TB/s against gemv's 2.37, MXFP4 2.50 against 2.34;
+// docs/BENCHMARKS.md, Decisions.)
 //
 // A pass covers 256 chunks (8192 elements) of every row; K is walked in ceil(K / 8192) passes,
 // each reloading x, and in a last partial pass the lanes past the row hold x = 0 (their loads

@@ -3,14 +3,14 @@
 // output (the eager path scatter-adds once per expert). Gates come from the dispatch records.
 // One invocation per (t, d).
 
-struct MoeCombineParams {
+struct MoeDispatchParams {  // moe_dispatch's params: the same record layout
     tokens: u32,
     k: u32,
     hidden: u32,
     record: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: MoeCombineParams;
+@group(0) @binding(0) var<uniform> params: MoeDispatchParams;
 @group(0) @binding(1) var<storage, read> records: array<f32>;         // [T·K, record]
 @group(0) @binding(2) var<storage, read> expert_out: array<f32>;      // [T·K, D]
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;       // [T, D] shared output

@@ -59,6 +59,30 @@ impl Comparison {
 
 const MAX_REPORTED: usize = 8;
 
+/// f32 unit roundoff, 2^-24.
+pub const F32_UNIT_ROUNDOFF: f64 = 1.0 / (1u64 << 24) as f64;
+
+/// γ_n = n·u / (1 − n·u): the classical bound on the relative error of a result that went
+/// through `n` f32 roundings in a chain (Higham, "Accuracy and Stability of Numerical
+/// Algorithms", §3.1). A computed dot product is within γ_n·Σ|a·b| of the exact one, n the
+/// longest chain of roundings one term goes through.
+pub fn gamma(n: usize) -> f64 {
+    let nu = n as f64 * F32_UNIT_ROUNDOFF;
+    nu / (1.0 - nu)
+}
+
+impl Tolerance {
+    /// A relative tolerance of γ_n (`gamma`), for a kernel whose summation order puts at most
+    /// `n` roundings on one term.
+    pub fn gamma(n: usize, why: &'static str) -> Self {
+        Tolerance {
+            abs: 0.0,
+            rel: gamma(n),
+            why,
+        }
+    }
+}
+
 /// Compares with `scale = |want|`.
 pub fn compare(got: &[f32], want: &[f32], tol: Tolerance) -> Comparison {
     let scale: Vec<f64> = want.iter().map(|w| f64::from(*w).abs()).collect();
@@ -145,154 +169,16 @@ mod tests {
     }
 
     #[test]
+    fn gamma_is_n_units_to_first_order() {
+        assert_eq!(gamma(0), 0.0);
+        let g = gamma(1000);
+        assert!(g > 1000.0 * F32_UNIT_ROUNDOFF && g < 1000.0 * F32_UNIT_ROUNDOFF * 1.001);
+    }
+
+    #[test]
     fn length_difference_fails() {
         let c = compare(&[1.0], &[1.0, 2.0], TOL);
         assert_eq!(c.length_mismatch, Some((1, 2)));
         assert!(!c.passed());
-    }
-}
-
-/// The tolerance table: one entry per kernel, each with its reason.
-pub mod tolerances {
-    use super::Tolerance;
-    use crate::quant::Format;
-
-    /// f32 unit roundoff.
-    const U: f64 = 1.0 / (1u64 << 24) as f64;
-
-    /// gemv in f32, compared with `scale = Σ|w·x|` per row. The classical bound for a computed
-    /// dot product is γ_n·Σ|w·x| with γ_n ≈ n·u, n the longest chain of roundings one term goes
-    /// through. In our kernel: 1 product, 3 adds inside the vec4 `dot`, ⌈K/(4·lanes)⌉ adds into
-    /// the lane's accumulator, log2(lanes) levels of the tree. (FMA contraction only removes
-    /// roundings.)
-    pub fn gemv_f32(k: usize, lanes: u32) -> Tolerance {
-        let lanes = lanes.max(1);
-        let n = 1 + 3 + k.div_ceil(4 * lanes as usize) + lanes.ilog2() as usize;
-        Tolerance {
-            abs: 0.0,
-            rel: n as f64 * U / (1.0 - n as f64 * U),
-            why: "forward error bound γ_n·Σ|w·x| of the kernel's summation order",
-        }
-    }
-
-    /// gemv with weights in `format`, against the reference on the dequantized weights. As
-    /// `gemv_f32`, for the kernel's order: the roundings of one term inside its chunk
-    /// (`chunk_roundings`), then ⌈K/(E·lanes)⌉ adds into the lane's accumulator (E elements per
-    /// chunk) and log2(lanes) in the tree.
-    pub fn gemv_quantized(format: Format, k: usize, lanes: u32) -> Tolerance {
-        if format == Format::F32 {
-            return gemv_f32(k, lanes);
-        }
-        let lanes = lanes.max(1);
-        let e = crate::quant::matrix::elements_per_chunk(format);
-        let n = chunk_roundings(format) + k.div_ceil(e * lanes as usize) + lanes.ilog2() as usize;
-        Tolerance {
-            abs: 0.0,
-            rel: n as f64 * U / (1.0 - n as f64 * U),
-            why: "forward error bound γ_n·Σ|w·x| of the quantized kernel's summation order",
-        }
-    }
-
-    /// The roundings one term of a chunk goes through before the chunk's sum reaches the lane's
-    /// accumulator, in weights.wgsl's order. FP4 chains its products as FMAs through a whole
-    /// scale block (32 elements for MXFP4, 16 for NVFP4); the other formats take 1 product and 3
-    /// adds inside a vec4 `dot`, then E/4 − 1 adds between dots. Scaled formats add the multiply
-    /// by the block scale and the reference's own rounding of code × scale, NVFP4 two more (its
-    /// tensor scale, applied to each row sum, and in the reference to each weight).
-    fn chunk_roundings(format: Format) -> usize {
-        let e = crate::quant::matrix::elements_per_chunk(format);
-        let chain = match format {
-            Format::Mxfp4 => 32,
-            Format::Nvfp4 => 16,
-            _ => 1 + 3 + (e / 4 - 1),
-        };
-        chain + scale_roundings(format)
-    }
-
-    fn scale_roundings(format: Format) -> usize {
-        match format {
-            Format::F32 | Format::F16 | Format::Bf16 => 0,
-            Format::Nvfp4 => 4,
-            _ => 2,
-        }
-    }
-
-    /// gemv_wide (FP4, x in registers), against the reference on the dequantized weights: a
-    /// term goes through its half chunk's chain of 16 FMAs, the block scale (with the
-    /// reference's rounding, `scale_roundings`), the add of the chunk's two halves, four 4-to-1
-    /// steps of the workgroup's reduction (3 adds each), and one add per later pass over K
-    /// (`gemv::WIDE_K` elements a pass).
-    pub fn gemv_wide(format: Format, k: usize) -> Tolerance {
-        let passes = k.div_ceil(crate::kernels::gemv::WIDE_K as usize);
-        let n = 16 + scale_roundings(format) + 1 + 4 * 3 + (passes - 1);
-        Tolerance {
-            abs: 0.0,
-            rel: n as f64 * U / (1.0 - n as f64 * U),
-            why: "forward error bound γ_n·Σ|w·x| of gemv_wide's summation order",
-        }
-    }
-
-    /// gate_up_swiglu: silu(g)·u of two gemv rows, compared with
-    /// `scale = 1.1·Σ|wg·x|·|u| + |silu(g)|·Σ|wu·x| + |silu(g)·u|`: each dot product carries the
-    /// gemv bound, silu's slope is below 1.1, and exp, the division and the product add a few
-    /// roundings (Vulkan's exp: 3 ulp + 2 for the rest).
-    pub fn swiglu_f32(k: usize, lanes: u32) -> Tolerance {
-        swiglu_quantized(Format::F32, k, lanes)
-    }
-
-    /// `swiglu_f32` with both matrices in `format` (the `gemv_quantized` bound).
-    pub fn swiglu_quantized(format: Format, k: usize, lanes: u32) -> Tolerance {
-        Tolerance {
-            why: "the gemv bound through silu's slope, plus exp (3 ulp) and 2 roundings",
-            rel: gemv_quantized(format, k, lanes).rel + 5.0 * U,
-            abs: 0.0,
-        }
-    }
-
-    /// qkv_rope_scale: a gemv row, rotated with its pair by an f32 cos/sin and scaled, compared
-    /// with `scale = s·(Σ|w_a·x| + Σ|w_b·x|)` over the pair (s the softmax scale): the gemv
-    /// bound of each row, the table's rounding (1 ulp each) and 3 roundings of the rotation.
-    pub fn rope_epilogue_f32(k: usize) -> Tolerance {
-        rope_epilogue_quantized(Format::F32, k)
-    }
-
-    /// `rope_epilogue_f32` with the weights in `format` (the `gemv_quantized` bound).
-    pub fn rope_epilogue_quantized(format: Format, k: usize) -> Tolerance {
-        Tolerance {
-            why: "the gemv bound of both rows of a pair, plus cos/sin rounding and 3 roundings",
-            rel: gemv_quantized(format, k, 16).rel + 5.0 * U,
-            abs: 0.0,
-        }
-    }
-
-    /// Split-K attention against the f64 reference, compared with `scale = Σ_s p_s·|v_s|`.
-    ///
-    /// Not a proven bound: a score's error (γ_row·Σ|q·k|) moves its probability by a relative
-    /// amount of the same order, exp adds 3 ulp, and the merge of chunks rescales by e^(m_j−M).
-    /// With row 80 and scores of order 1 that is a few 1e-6 relative; 1e-4 leaves room for the
-    /// 3 levels of summation while a wrong mask, a dropped chunk or a bad merge weight moves the
-    /// output by O(0.1–1).
-    pub fn split_k_attention() -> Tolerance {
-        Tolerance {
-            why: "score rounding through softmax and the chunk merge: empirical, ~30x measured",
-            rel: 1e-4,
-            abs: 1e-6,
-        }
-    }
-
-    /// Logits of the whole model on the GPU against the f64-accumulating reference.
-    ///
-    /// Not a proven bound: the error compounds through 4 layers of f32 GEMVs (K ≤ 768), the
-    /// absorbed MLA weights (rounded once to f32 after an f64 product), and the shader's exp and
-    /// inverseSqrt (a few ULP each in Vulkan). Measured on lavapipe: 2.3e-6 worst over a
-    /// 21-token prefill and 20 decode steps (docs/MODEL.md), on logits of order 1, while any
-    /// wiring mistake (a wrong stride, a missed residual, a flipped expert) moves logits by
-    /// O(0.1–1). The tolerance sits between the two, ~40x above the measured error.
-    pub fn model_logits() -> Tolerance {
-        Tolerance {
-            abs: 1e-4,
-            rel: 1e-4,
-            why: "f32 rounding through the whole model: empirical, ~40x the measured error",
-        }
     }
 }

@@ -1,6 +1,6 @@
 //! The optimization switches of the sandbox's decode step. Each switch changes which kernels run,
 //! never the math: with any set, the logits agree with `model::reference` within
-//! `check::tolerances::model_logits`. `model::gpu` reads the set while it records a forward.
+//! `model::gpu::logits_tolerance`. `model::gpu` reads the set while it records a forward.
 
 use serde::{Deserialize, Serialize};
 

@@ -295,3 +295,52 @@ fn fp8_dispatch_runs_and_reports_its_accuracy() {
     assert_eq!(a["bytes_per_parameter"], 4.0);
     assert!(a["max_logit_error"].as_f64().unwrap() > 1e-3);
 }
+
+/// `bench kernels --variant` runs the formats through the kernel it names, each checked against
+/// the reference, and refuses gemv_wide for a format it does not read.
+#[test]
+fn bench_kernels_variant_picks_the_kernel() {
+    if !have_gpu() {
+        return;
+    }
+    let run = |variant: &str, format: &str| {
+        moescope(&[
+            "bench",
+            "kernels",
+            "--mib",
+            "1",
+            "--iterations",
+            "1",
+            "--formats",
+            format,
+            "--variant",
+            variant,
+            "--json",
+        ])
+    };
+    for (variant, kernel) in [("tile", "gemv"), ("wide", "gemv_wide")] {
+        let out = run(variant, "nvfp4");
+        assert!(
+            out.status.success(),
+            "--variant {variant}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(v["kernel"], variant);
+        assert_eq!(
+            v["formats"][0]["best"]["kernel"], kernel,
+            "--variant {variant}"
+        );
+        assert_eq!(
+            v["formats"][0]["best"]["passed"], true,
+            "--variant {variant}"
+        );
+    }
+    let out = run("wide", "int8");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gemv_wide") && err.contains("int8"), "{err}");
+    let out = run("wider", "nvfp4");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("auto, tile, wide"));
+}

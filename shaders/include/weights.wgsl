@@ -38,7 +38,7 @@ fn x_slot(i: u32) -> u32 {
 // the 8- and 4-bit formats, the whole chunk for the 16- and 32-bit ones. gemv decodes part p of
 // all of a lane's rows after one read of its x, so that a lane holds two vec4s of x instead of
 // a chunk's eight: for FP4 on the H200 that register saving was worth more than any change to
-// the decode (docs/BENCHMARKS.md, "Word by word").
+// the decode (docs/BENCHMARKS.md, Decisions).
 override PARTS: u32 = select(1u, 4u, FORMAT >= 3u);
 
 // The x of one part: FP4 word p takes vec4s 2p and 2p + 1 of its chunk's x, an int8 or E4M3
@@ -101,8 +101,7 @@ fn load_x(codes: u32, scales: u32, j: u32) -> vec4<f32> {
 // half is already an f16's sign, low exponent bits and top mantissa bit, slot 1 is slot 0 three
 // bits down, and slots 2 and 3 reach slot 0's places with one carry-free multiplication each
 // (a mask, a multiplication, a mask). Nine integer operations per word where contiguous nibbles
-// took fifteen: FP4's gemv is bound by its instruction count (docs/BENCHMARKS.md, "Word by
-// word").
+// took fifteen: FP4's gemv is bound by its instruction count (docs/BENCHMARKS.md, Decisions).
 fn fp4_word_fma(word: u32, xa: vec4<f32>, xb: vec4<f32>, acc: f32) -> f32 {
     let p0 = unpack2x16float(word & 0x8E008E00u);
     let p1 = unpack2x16float((word << 3u) & 0x8E008E00u);
@@ -245,7 +244,7 @@ fn matrix_factor(base: u32, m: u32, k: u32) -> f32 {
         }
         case 5u: {
             // The scales start on a chunk: the tensor scale is its x. (Read as scale_word, with
-            // a run-time component index, it made lavapipe's NVFP4 decode step 2.4× slower.)
+            // a run-time component index, it makes lavapipe's NVFP4 decode step 2.4× slower.)
             let tensor = bitcast<f32>(w[base + m * (k / (4u * CHUNK_X4))].x);
             return tensor * 4194304.0;
         }

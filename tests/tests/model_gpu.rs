@@ -7,10 +7,10 @@
 //! second partial), and a router bias that sends every token to the same two experts (all tokens
 //! to one expert, fourteen experts with none).
 //!
-//! Tolerance: `check::tolerances::model_logits` for every variant against the reference; two
+//! Tolerance: `model::gpu::logits_tolerance` for every variant against the reference; two
 //! variants agree with each other within twice that.
 
-use moescope_engine::check::{compare, tolerances};
+use moescope_engine::check::compare;
 use moescope_engine::gpu::GpuContext;
 use moescope_engine::model::gpu::{GpuModel, StepTrace};
 use moescope_engine::model::reference::{self, ForwardOutput, KvCache};
@@ -59,7 +59,7 @@ impl Case {
     ) -> Vec<(StepTrace, Vec<f32>)> {
         model.reset();
         model.set_optimizations(o);
-        let tol = tolerances::model_logits();
+        let tol = moescope_engine::model::gpu::logits_tolerance();
         let mut out = Vec::new();
         for (step, (input, want)) in self.inputs.iter().zip(&self.want).enumerate() {
             let (got, trace) = pollster::block_on(model.forward(ctx, input)).unwrap();
@@ -159,7 +159,7 @@ fn expected_kernels(name: &str) -> (&'static [&'static str], &'static [&'static 
 #[test]
 fn every_switch_matches_the_reference_and_the_baseline() {
     let Some(ctx) = gpu() else { return };
-    let tol = tolerances::model_logits();
+    let tol = moescope_engine::model::gpu::logits_tolerance();
     let pair = moescope_engine::check::Tolerance {
         abs: 2.0 * tol.abs,
         rel: 2.0 * tol.rel,
@@ -310,7 +310,7 @@ fn fp8_dispatch_matches_the_reference_on_every_path() {
         .kernels
         .iter()
         .any(|l| l.kernel == "fp8_round_trip"));
-    let tol = tolerances::model_logits();
+    let tol = moescope_engine::model::gpu::logits_tolerance();
     for (a, b) in case.want.iter().zip(&plain.want) {
         assert!(
             !compare(&a.logits, &b.logits, tol).passed(),
@@ -337,7 +337,7 @@ fn switches_change_no_math_in_quantized_formats() {
         [prefill.logits, step.logits].concat()
     };
     let f32_logits = logits(Format::F32, Optimizations::all());
-    let tol = tolerances::model_logits();
+    let tol = moescope_engine::model::gpu::logits_tolerance();
     for format in [Format::Fp8E4m3, Format::Nvfp4, Format::Int8] {
         let none = logits(format, Optimizations::none());
         let all = logits(format, Optimizations::all());

@@ -10,6 +10,7 @@ use web_time::Instant;
 
 use crate::check::{compare_scaled, Comparison, Tolerance};
 use crate::gpu::{read_back, storage_buffer, storage_zeroed, GpuContext, Profiler, TimingSource};
+use crate::kernels::gemv::GemvVariant;
 use crate::kernels::{copy_vec4, gemv, KernelError};
 use crate::model::reference;
 use crate::quant::{self, Format};
@@ -50,6 +51,8 @@ pub struct GemvCheck {
 pub struct BandwidthReport {
     pub adapter: crate::gpu::AdapterReport,
     pub buffer_mib: u64,
+    /// The kernel the quantized formats ran through (`--variant`).
+    pub kernel: GemvVariant,
     /// The ceiling every ratio divides by: the fastest of `copies`.
     pub copy_vec4: KernelTime,
     /// The copy at each size it was timed at (`buffer_mib`, then `COPY_EIGHTHS`).
@@ -74,10 +77,10 @@ pub struct CopyTime {
 /// those that fit one storage binding. The ceiling is the fastest: one size is not enough, since
 /// a copy can be slow at one size and not at another (H100: 2.45 TB/s over 256 MiB buffers,
 /// 2.93 over 240 MiB ones; H200: 3.2 TB/s over 256 MiB, 4.0 over 1 GiB), and a slow ceiling
-/// flatters every ratio (docs/BENCHMARKS.md, "The copy's size"). Three eighths puts 192 MiB,
+/// flatters every ratio (docs/BENCHMARKS.md, Decisions). Three eighths puts 192 MiB,
 /// the fastest size on both GPUs at `--mib 256`, into the sweep at `--mib 512` too; at `--mib
 /// 256` it is 96 MiB buffers, still four times a 50 MB L2 in all. 1.5, 3 and 6 times reach the
-/// large buffers that were faster still on an H100 (896 MiB to 1.5 GiB, "FP4 by size").
+/// large buffers that are faster still on an H100 (896 MiB to 1.5 GiB).
 const COPY_EIGHTHS: [u64; 8] = [3, 4, 6, 12, 16, 24, 32, 48];
 
 #[derive(Clone, Debug, Serialize)]
@@ -105,7 +108,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Untimed passes per warm-up submission.
 const WARM_UP_PASSES: u32 = 64;
 /// How long the warm-up keeps the GPU busy before the timed passes. An idle GPU runs at low
-/// clocks and takes a few hundred ms of load to raise them (H200, session 16: 345-780 MHz while
+/// clocks and takes a few hundred ms of load to raise them (H200: 345-780 MHz while
 /// the host prepared the next matrix, 1980 MHz under load, ~0.5 s to get there); a burst of a few
 /// ms right after would be timed at idle clocks, which slows the decode-bound kernels 2-4x and
 /// the copy hardly at all, and made the same kernel's time vary from one run to the next.
@@ -184,21 +187,24 @@ pub async fn gemv_check(
     iterations: u32,
 ) -> Result<GemvCheck, KernelError> {
     let shape = gemv::GemvShape::new(m, k);
-    Ok(gemv_variants(ctx, shape, &[shape.lanes], iterations)
-        .await?
-        .remove(0))
+    Ok(
+        gemv_variants(ctx, shape, GemvVariant::Auto, &[shape.lanes], iterations)
+            .await?
+            .remove(0),
+    )
 }
 
 /// Rows of seeded weights a benchmark matrix repeats (whole FP8 blocks, whole scale words): the
 /// reference and the quantizer only see this tile, however large the matrix.
 const TILE_ROWS: u32 = 256;
 
-/// gemv on one seeded `[m, k]` matrix of `shape.format` for each `lanes` variant, each checked
-/// against the reference on the dequantized weights and timed. A matrix of more than
+/// gemv on one seeded `[m, k]` matrix of `shape.format` through `kernel`, for each `lanes`
+/// variant, each checked against the reference on the dequantized weights and timed. A matrix of more than
 /// `TILE_ROWS` rows (a multiple of it) repeats its first `TILE_ROWS` rows.
 pub async fn gemv_variants(
     ctx: &GpuContext,
     shape: gemv::GemvShape,
+    kernel: GemvVariant,
     lanes: &[u32],
     iterations: u32,
 ) -> Result<Vec<GemvCheck>, KernelError> {
@@ -228,7 +234,7 @@ pub async fn gemv_variants(
         .take(m as usize)
         .collect();
     // gemv_wide has no lanes to choose: one variant.
-    let lanes = if gemv::is_wide(shape) {
+    let lanes = if kernel.is_wide(shape) {
         &lanes[..1]
     } else {
         lanes
@@ -240,6 +246,7 @@ pub async fn gemv_variants(
                 ctx,
                 [&w_buf, &x_buf, &y_buf],
                 gemv::GemvShape { lanes, ..shape },
+                kernel,
                 &want,
                 &scale,
                 iterations,
@@ -254,6 +261,7 @@ async fn gemv_variant(
     ctx: &GpuContext,
     [w_buf, x_buf, y_buf]: [&wgpu::Buffer; 3],
     shape: gemv::GemvShape,
+    kernel: GemvVariant,
     want: &[f32],
     scale: &[f64],
     iterations: u32,
@@ -272,22 +280,24 @@ async fn gemv_variant(
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());
-        gemv::dispatch(ctx, &mut pass, w_buf, x_buf, y_buf, shape)?;
+        kernel.dispatch(ctx, &mut pass, [w_buf, x_buf, y_buf], shape)?;
     }
     ctx.queue.submit([encoder.finish()]);
     let got: Vec<f32> = read_back(ctx, y_buf).await?;
-    let tolerance = gemv::tolerance(shape);
+    let tolerance = kernel.tolerance(shape);
     let comparison = compare_scaled(&got[..mu], want, scale, tolerance);
 
     let bytes = gemv::bytes_moved(shape);
     let time = time_passes(ctx, "gemv", iterations, bytes, &|pass| {
-        gemv::dispatch(ctx, pass, w_buf, x_buf, y_buf, shape).map(|_| ())
+        kernel
+            .dispatch(ctx, pass, [w_buf, x_buf, y_buf], shape)
+            .map(|_| ())
     })
     .await?;
     Ok(GemvCheck {
         m,
         k,
-        kernel: gemv::kernel_name(shape),
+        kernel: kernel.kernel_name(shape),
         lanes,
         format,
         tolerance,
@@ -318,12 +328,14 @@ async fn time_copy(ctx: &GpuContext, bytes: u64, iterations: u32) -> Result<Copy
 }
 
 /// The copy and the gemv over buffers of about `buffer_mib` MiB each, timed in one run: the f32
-/// gemv at every `LANES`, then each of `formats` at every `LANES` (its best kept).
+/// gemv at every `LANES`, then each of `formats` at every `LANES` (its best kept) through
+/// `kernel` (the f32 gemv always through the tile kernel, its only one).
 pub async fn bandwidth(
     ctx: &GpuContext,
     buffer_mib: u64,
     iterations: u32,
     formats: &[Format],
+    kernel: GemvVariant,
 ) -> Result<BandwidthReport, KernelError> {
     let bytes = buffer_mib * 1024 * 1024;
     let mut copies = vec![time_copy(ctx, bytes, iterations).await?];
@@ -353,13 +365,26 @@ pub async fn bandwidth(
         (m / TILE_ROWS).max(1) * TILE_ROWS
     };
     let f32_shape = gemv::GemvShape::new(rows_for(Format::F32), k);
-    let gemv = gemv_variants(ctx, f32_shape, &gemv::LANE_CHOICES, iterations).await?;
+    let gemv = gemv_variants(
+        ctx,
+        f32_shape,
+        GemvVariant::Tile,
+        &gemv::LANE_CHOICES,
+        iterations,
+    )
+    .await?;
     let best = gemv.iter().map(|g| g.time.gb_per_s).fold(0.0, f64::max);
     let wanted = formats;
     let mut formats = Vec::with_capacity(wanted.len());
     for &format in wanted {
         let shape = gemv::GemvShape::new(rows_for(format), k).with_format(format);
-        let variants = gemv_variants(ctx, shape, &gemv::LANE_CHOICES, iterations).await?;
+        if kernel == GemvVariant::Wide && !gemv::reads_wide(format) {
+            return Err(KernelError::Format {
+                what: "gemv_wide (--variant wide)",
+                format: format.name(),
+            });
+        }
+        let variants = gemv_variants(ctx, shape, kernel, &gemv::LANE_CHOICES, iterations).await?;
         let Some(best) = variants
             .into_iter()
             .max_by(|a, b| a.time.gb_per_s.total_cmp(&b.time.gb_per_s))
@@ -375,6 +400,7 @@ pub async fn bandwidth(
     Ok(BandwidthReport {
         adapter: ctx.adapter.clone(),
         buffer_mib,
+        kernel,
         best_gemv_over_copy: best / copy.gb_per_s,
         copy_vec4: copy,
         copies,

@@ -10,11 +10,13 @@ use std::io::Write;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use moescope_engine::kernels::gemv::GemvVariant;
+use moescope_engine::model::accumulation;
 use moescope_engine::model::accuracy;
 use moescope_engine::model::generate::{self, Engine, GenerateOptions, Sampling};
 use moescope_engine::model::{tokenizer, MoeConfig, Weights};
 use moescope_engine::plan::Optimizations;
-use moescope_engine::quant::{accumulation, Format};
+use moescope_engine::quant::Format;
 use moescope_engine::rack::{self, calibrate};
 use moescope_engine::{bench, gpu::GpuContext};
 
@@ -56,6 +58,10 @@ enum Command {
         /// kernels: the weight formats to measure, comma-separated (default: every one).
         #[arg(long, value_delimiter = ',', value_parser = parse_format)]
         formats: Vec<Format>,
+        /// kernels: the kernel the formats stream through: auto (what the model runs), tile
+        /// (gemv.wgsl) or wide (gemv_wide.wgsl, FP4 only).
+        #[arg(long, default_value = "auto", value_parser = parse_gemv_variant)]
+        variant: GemvVariant,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -270,6 +276,7 @@ fn run(cli: Cli) -> Result<(), String> {
             mib,
             iterations,
             formats,
+            variant,
             json,
             ..
         } => {
@@ -279,8 +286,9 @@ fn run(cli: Cli) -> Result<(), String> {
             } else {
                 formats
             };
-            let report = pollster::block_on(bench::bandwidth(&ctx, mib, iterations, &formats))
-                .map_err(|e| e.to_string())?;
+            let report =
+                pollster::block_on(bench::bandwidth(&ctx, mib, iterations, &formats, variant))
+                    .map_err(|e| e.to_string())?;
             if json {
                 println!("{}", to_json(&report)?);
             } else {
@@ -597,6 +605,13 @@ fn parse_format(text: &str) -> Result<Format, String> {
     Format::parse(text).ok_or_else(|| {
         let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
         format!("unknown format {text:?}; one of {}", names.join(", "))
+    })
+}
+
+fn parse_gemv_variant(text: &str) -> Result<GemvVariant, String> {
+    GemvVariant::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = GemvVariant::ALL.iter().map(|v| v.name()).collect();
+        format!("unknown gemv variant {text:?}; one of {}", names.join(", "))
     })
 }
 

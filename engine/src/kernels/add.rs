@@ -31,11 +31,3 @@ pub fn dispatch(
     launch(ctx, pass, SHADER, &p, &[a, b], n.into())?;
     Ok(3 * 4 * u64::from(n))
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::AddParams>(), 16);
-    }
-}

@@ -1,5 +1,6 @@
 //! add_rms_norm: `x += r; h = x / sqrt(mean(x²) + eps) ⊙ w` per row: the residual add and the
 //! next RMSNorm in one kernel. Reference: `model::reference::rms_norm` after the residual add.
+use crate::check::Tolerance;
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch_groups, KernelError};
@@ -37,10 +38,9 @@ pub fn dispatch(
     Ok(4 * (4 * n + u64::from(p.width)))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::AddRmsNormParams>(), 16);
-    }
+/// The normalized output against the reference of `x + r` (rounded to f32 first, as here) then
+/// `rms_norm`: the same summation order, so `rms_norm::tolerance`; the new residual `x + r` is
+/// one f32 rounding on both sides, so it must be exact.
+pub fn tolerance(width: u32) -> Tolerance {
+    super::rms_norm::tolerance(width)
 }

@@ -41,11 +41,3 @@ pub fn dispatch(
     launch(ctx, pass, SHADER, &p, &[src, dst], n)?;
     Ok(8 * n)
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::CopyRowsParams>(), 32);
-    }
-}

@@ -41,11 +41,3 @@ pub fn dispatch(
     };
     launch_groups(ctx, pass, SHADER, &params, &[src, dst], (gx, gy))
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::CopyParams>(), 16);
-    }
-}

@@ -68,11 +68,3 @@ pub fn dispatch(
     launch_groups(ctx, pass, SHADER, &p, &[x, y], (gx, 1))?;
     Ok(8 * n)
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::Fp8RoundTripParams>(), 16);
-    }
-}

@@ -4,7 +4,9 @@
 //! gemv's `GemvLayout`. Constraints: K a multiple of the format's chunk.
 //! Reference: `model::reference::swiglu` (its first two projections and activation).
 
+use crate::check::{Tolerance, F32_UNIT_ROUNDOFF};
 use crate::gpu::{GpuContext, ShaderSource};
+use crate::quant::Format;
 
 use super::gemv::{self, GemvLayout, GemvShape};
 use super::KernelError;
@@ -34,4 +36,16 @@ pub fn dispatch(
         rows: gemv::Rows::LaneGroups(None),
     };
     gemv::record(ctx, pass, kernel, buffers, shape, layout)
+}
+
+/// silu(g)·u of two gemv rows with both matrices in `format`, compared with
+/// `scale = 1.1·Σ|wg·x|·|u| + |silu(g)|·Σ|wu·x| + |silu(g)·u|`: each dot product carries the
+/// tile gemv's bound, silu's slope is below 1.1, and exp, the division and the product add a
+/// few roundings (Vulkan's exp: 3 ulp + 2 for the rest).
+pub fn tolerance(format: Format, k: usize, lanes: u32) -> Tolerance {
+    Tolerance {
+        why: "the gemv bound through silu's slope, plus exp (3 ulp) and 2 roundings",
+        rel: gemv::tolerance_tile(format, k, lanes).rel + 5.0 * F32_UNIT_ROUNDOFF,
+        abs: 0.0,
+    }
 }

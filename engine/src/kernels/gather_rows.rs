@@ -39,11 +39,3 @@ pub fn dispatch(
     launch(ctx, pass, SHADER, &p, &[src, index, dst], n)?;
     Ok(4 * (2 * n + u64::from(p.rows)))
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::GatherParams>(), 16);
-    }
-}

@@ -9,7 +9,7 @@
 //! Long FP4 rows take a second kernel with the same params and results, `gemv_wide` (x in
 //! registers, the workgroup walking its rows; `is_wide` says when).
 
-use crate::check::{tolerances, Tolerance};
+use crate::check::Tolerance;
 use crate::gpu::{GpuContext, ShaderSource};
 use crate::quant::{matrix, Format};
 
@@ -181,6 +181,17 @@ pub fn dispatch_layout(
     if is_wide(shape) {
         return dispatch_wide(ctx, pass, buffers, shape, layout);
     }
+    dispatch_tile(ctx, pass, buffers, shape, layout)
+}
+
+/// Records the tile kernel (gemv.wgsl) whatever the shape.
+fn dispatch_tile(
+    ctx: &GpuContext,
+    pass: &mut wgpu::ComputePass<'_>,
+    buffers: [&wgpu::Buffer; 4],
+    shape: GemvShape,
+    layout: GemvLayout,
+) -> Result<u64, KernelError> {
     let kernel = GemvKernel {
         source: SHADER,
         matrices: 1,
@@ -190,39 +201,172 @@ pub fn dispatch_layout(
 }
 
 /// Whether `dispatch_layout` records gemv_wide: FP4 weights, K a multiple of `WIDE_K` (at K =
-/// 7168 and 16384 it was no faster than the tile kernel on an H100), and enough rows for
-/// `MIN_WORKGROUPS` workgroups. (H200, 256 MiB of weights, K = 8192: NVFP4 2.37 → 2.59 TB/s,
-/// MXFP4 2.34 → 2.50 TB/s; docs/BENCHMARKS.md, "x in registers" and "The copy's size".)
+/// 7168 and 16384 it is no faster than the tile kernel on an H100), and enough rows for
+/// `MIN_WORKGROUPS` workgroups. (H200, 256 MiB of weights, K = 8192: NVFP4 2.59 TB/s against
+/// the tile kernel's 2.37, MXFP4 2.50 against 2.34; docs/BENCHMARKS.md, Decisions.)
 pub fn is_wide(shape: GemvShape) -> bool {
     reads_wide(shape.format)
         && shape.k.is_multiple_of(WIDE_K)
         && u64::from(shape.m).div_ceil(u64::from(WIDE_ROWS)) >= MIN_WORKGROUPS
 }
 
-/// The formats gemv_wide reads: FP4, whose decode bounds the tile kernel. (int8 and FP8
-/// through gemv_wide, docs/experiments/gemv-wide/int8-fp8.patch, were 0.5-8% slower than the
-/// tile kernel on an H100: docs/BENCHMARKS.md, "8-bit gemv_wide".)
+/// The formats gemv_wide reads: FP4, whose decode bounds the tile kernel. (int8 and FP8 through
+/// a gemv_wide of 16-element chunks were 0.5-8% slower than the tile kernel on an H100:
+/// docs/BENCHMARKS.md, Decisions.)
 pub fn reads_wide(format: Format) -> bool {
     matches!(format, Format::Nvfp4 | Format::Mxfp4)
 }
 
+/// Which kernel streams a gemv: the one the model runs (`Auto`: gemv_wide where `is_wide`, the
+/// tile kernel elsewhere), or one of the two forced, so that the bandwidth benchmark can time
+/// both on one shape (`moescope bench kernels --variant`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GemvVariant {
+    #[default]
+    Auto,
+    /// gemv.wgsl, x staged in workgroup memory tile by tile: every format.
+    Tile,
+    /// gemv_wide.wgsl, x in registers: the formats of `reads_wide`, K a multiple of 128.
+    Wide,
+}
+
+impl GemvVariant {
+    pub const ALL: [GemvVariant; 3] = [GemvVariant::Auto, GemvVariant::Tile, GemvVariant::Wide];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GemvVariant::Auto => "auto",
+            GemvVariant::Tile => "tile",
+            GemvVariant::Wide => "wide",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.name() == s)
+    }
+
+    /// Whether this variant records gemv_wide for `shape`.
+    pub fn is_wide(self, shape: GemvShape) -> bool {
+        match self {
+            GemvVariant::Auto => is_wide(shape),
+            GemvVariant::Tile => false,
+            GemvVariant::Wide => true,
+        }
+    }
+
+    /// Records `y = W · x` for one token with this variant's kernel (as `dispatch`).
+    pub fn dispatch(
+        self,
+        ctx: &GpuContext,
+        pass: &mut wgpu::ComputePass<'_>,
+        [w, x, y]: [&wgpu::Buffer; 3],
+        shape: GemvShape,
+    ) -> Result<u64, KernelError> {
+        let layout = GemvLayout::rows(shape, 1);
+        if self.is_wide(shape) {
+            dispatch_wide(ctx, pass, [w, x, y, x], shape, layout)
+        } else {
+            dispatch_tile(ctx, pass, [w, x, y, x], shape, layout)
+        }
+    }
+
+    /// The kernel this variant records for `shape`: "gemv" or "gemv_wide".
+    pub fn kernel_name(self, shape: GemvShape) -> &'static str {
+        if self.is_wide(shape) {
+            WIDE.name
+        } else {
+            SHADER.name
+        }
+    }
+
+    /// The tolerance of this variant's kernel for `shape` (`tolerance`).
+    pub fn tolerance(self, shape: GemvShape) -> Tolerance {
+        let k = shape.k as usize;
+        if self.is_wide(shape) {
+            tolerance_wide(shape.format, k)
+        } else {
+            tolerance_tile(shape.format, k, shape.lanes)
+        }
+    }
+}
+
 /// The kernel `dispatch_layout` records for `shape`: "gemv" or "gemv_wide".
 pub fn kernel_name(shape: GemvShape) -> &'static str {
-    if is_wide(shape) {
-        WIDE.name
-    } else {
-        SHADER.name
-    }
+    GemvVariant::Auto.kernel_name(shape)
 }
 
 /// The tolerance of what `dispatch_layout` records for `shape`, against the reference on the
 /// dequantized weights (each kernel sums in its own order).
 pub fn tolerance(shape: GemvShape) -> Tolerance {
-    let k = shape.k as usize;
-    if is_wide(shape) {
-        tolerances::gemv_wide(shape.format, k)
-    } else {
-        tolerances::gemv_quantized(shape.format, k, shape.lanes)
+    GemvVariant::Auto.tolerance(shape)
+}
+
+/// The tile kernel in f32, compared with `scale = Σ|w·x|` per row: γ_n (`check::gamma`) for the
+/// kernel's order, 1 product and 3 adds inside the vec4 `dot`, ⌈K/(4·lanes)⌉ adds into the
+/// lane's accumulator and log2(lanes) levels of the tree. (FMA contraction only removes
+/// roundings.)
+pub fn tolerance_f32(k: usize, lanes: u32) -> Tolerance {
+    let lanes = lanes.max(1);
+    let n = 1 + 3 + k.div_ceil(4 * lanes as usize) + lanes.ilog2() as usize;
+    Tolerance::gamma(
+        n,
+        "forward error bound γ_n·Σ|w·x| of the kernel's summation order",
+    )
+}
+
+/// The tile kernel with weights in `format`, against the reference on the dequantized weights.
+/// As `tolerance_f32`: the roundings of one term inside its chunk (`chunk_roundings`), then
+/// ⌈K/(E·lanes)⌉ adds into the lane's accumulator (E elements per chunk) and log2(lanes) in the
+/// tree.
+pub fn tolerance_tile(format: Format, k: usize, lanes: u32) -> Tolerance {
+    if format == Format::F32 {
+        return tolerance_f32(k, lanes);
+    }
+    let lanes = lanes.max(1);
+    let e = matrix::elements_per_chunk(format);
+    let n = chunk_roundings(format) + k.div_ceil(e * lanes as usize) + lanes.ilog2() as usize;
+    Tolerance::gamma(
+        n,
+        "forward error bound γ_n·Σ|w·x| of the quantized kernel's summation order",
+    )
+}
+
+/// gemv_wide (FP4, x in registers), against the reference on the dequantized weights: a term
+/// goes through its half chunk's chain of 16 FMAs, the block scale (with the reference's
+/// rounding, `scale_roundings`), the add of the chunk's two halves, four 4-to-1 steps of the
+/// workgroup's reduction (3 adds each), and one add per later pass over K (`WIDE_K` elements a
+/// pass).
+pub fn tolerance_wide(format: Format, k: usize) -> Tolerance {
+    let passes = k.div_ceil(WIDE_K as usize);
+    let n = 16 + scale_roundings(format) + 1 + 4 * 3 + (passes - 1);
+    Tolerance::gamma(
+        n,
+        "forward error bound γ_n·Σ|w·x| of gemv_wide's summation order",
+    )
+}
+
+/// The roundings one term of a chunk goes through before the chunk's sum reaches the lane's
+/// accumulator, in weights.wgsl's order. FP4 chains its products as FMAs through a whole scale
+/// block (32 elements for MXFP4, 16 for NVFP4); the other formats take 1 product and 3 adds
+/// inside a vec4 `dot`, then E/4 − 1 adds between dots. Scaled formats add the multiply by the
+/// block scale and the reference's own rounding of code × scale, NVFP4 two more (its tensor
+/// scale, applied to each row sum, and in the reference to each weight).
+fn chunk_roundings(format: Format) -> usize {
+    let e = matrix::elements_per_chunk(format);
+    let chain = match format {
+        Format::Mxfp4 => 32,
+        Format::Nvfp4 => 16,
+        _ => 1 + 3 + (e / 4 - 1),
+    };
+    chain + scale_roundings(format)
+}
+
+fn scale_roundings(format: Format) -> usize {
+    match format {
+        Format::F32 | Format::F16 | Format::Bf16 => 0,
+        Format::Nvfp4 => 4,
+        _ => 2,
     }
 }
 
@@ -282,8 +426,7 @@ const MIN_WORKGROUPS: u64 = 512;
 /// `MIN_WORKGROUPS`: the model's small matrices need the workgroups more than the loads in
 /// flight. gemv.wgsl loads each row's next chunk while it decodes the current one, so a lane has
 /// two chunks of every row in flight. (H200, 256 MiB of f32 weights: 1 row per lane group
-/// streamed 0.96 of a copy's bandwidth, 4 rows 1.18; FP4 streamed as fast at 4 rows as at 8
-/// once it decoded part by part, docs/BENCHMARKS.md.)
+/// streams 0.96 of a copy's bandwidth, 4 rows 1.18; FP4 streams as fast at 4 rows as at 8.)
 pub fn rows_per_lane(shape: GemvShape) -> u32 {
     let pass = u64::from(WORKGROUP / shape.lanes);
     let mut r = 4;
@@ -483,11 +626,5 @@ mod tests {
             rows_per_lane(GemvShape::new(8192, 256).with_format(Format::Mxfp4)),
             2
         );
-    }
-
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        // struct GemvParams: fourteen u32 and two of padding = 64 bytes.
-        assert_eq!(std::mem::size_of::<super::GemvParams>(), 64);
     }
 }

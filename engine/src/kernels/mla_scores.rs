@@ -1,5 +1,6 @@
 //! mla_scores: causal attention scores of absorbed MLA over the latent cache (multi-query form).
 //! Reference: the scores inside `model::reference::forward`'s attention.
+use crate::check::Tolerance;
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch, KernelError};
@@ -55,10 +56,11 @@ pub fn dispatch(
     Ok(4 * (th * row + u64::from(p.ctx) * row + th * u64::from(p.ctx)))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::MlaScoresParams>(), 32);
-    }
+/// `scale·q·cache` over a row of `row` values against the f64 dot product, relative to
+/// `scale·Σ|q·c|`: a chain of `row` products and adds, then the scale (γ_{2·row+1}).
+pub fn tolerance(row: u32) -> Tolerance {
+    Tolerance::gamma(
+        2 * row as usize + 1,
+        "a sequential dot product over the row, then the scale",
+    )
 }

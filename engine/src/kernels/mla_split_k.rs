@@ -3,6 +3,7 @@
 //! latent output; `mla_split_k_reduce` merges the chunks. The split follows the context:
 //! `splits = ⌈(pos0 + tokens) / 64⌉`. Constraints: `latent ≤ row`. Reference:
 //! `model::reference::forward`'s attention (scores, softmax, values).
+use crate::check::Tolerance;
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch_groups, KernelError};
@@ -118,14 +119,24 @@ fn check(p: &MlaSplitKParams) -> Result<(), KernelError> {
     Ok(())
 }
 
+/// Split-K attention against the f64 reference, compared with `scale = Σ_s p_s·|v_s|`.
+///
+/// Not a proven bound: a score's error (γ_row·Σ|q·k|) moves its probability by a relative
+/// amount of the same order, exp adds 3 ulp, and the merge of chunks rescales by e^(m_j−M).
+/// With row 80 and scores of order 1 that is a few 1e-6 relative; 1e-4 leaves room for the 3
+/// levels of summation while a wrong mask, a dropped chunk or a bad merge weight moves the
+/// output by O(0.1–1).
+pub fn tolerance() -> Tolerance {
+    Tolerance {
+        why: "score rounding through softmax and the chunk merge: empirical, ~30x measured",
+        rel: 1e-4,
+        abs: 1e-6,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::MlaSplitKParams;
-
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<MlaSplitKParams>(), 32);
-    }
 
     #[test]
     fn splits_follow_the_context() {

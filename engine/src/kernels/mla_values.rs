@@ -1,5 +1,6 @@
 //! mla_values: the attention-weighted sum of latent cache rows (W_UV absorbed into the output
 //! projection). Reference: the values inside `model::reference::forward`'s attention.
+use crate::check::Tolerance;
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch, KernelError};
@@ -59,10 +60,11 @@ pub fn dispatch(
         + th * u64::from(p.latent)))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::MlaValuesParams>(), 32);
-    }
+/// `Σ_s p_s·cache[s, c]` over `ctx` positions against the f64 sum, relative to `Σ|p·c|`: a
+/// chain of `ctx` products and adds (γ_{2·ctx}).
+pub fn tolerance(ctx: u32) -> Tolerance {
+    Tolerance::gamma(
+        2 * ctx as usize,
+        "a sequential sum of products over the context",
+    )
 }

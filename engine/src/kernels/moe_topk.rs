@@ -1,5 +1,6 @@
 //! moe_topk: top-k experts per token by score + bias, gates normalized over the chosen.
 //! Reference: `model::reference::route`.
+use crate::check::{gamma, Tolerance, F32_UNIT_ROUNDOFF};
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch_groups, KernelError};
@@ -50,10 +51,13 @@ pub fn dispatch(
     Ok(4 * (t * e + e + 2 * t * k))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::MoeTopkParams>(), 16);
+/// The gates against the reference's (f64 sum, rounded to f32), relative to each gate: the sum
+/// of `k` chosen scores (k − 1 adds), the division (2.5 ulp), the scaling and the reference's
+/// own rounding. The chosen ids must be the reference's exactly.
+pub fn tolerance(k: u32) -> Tolerance {
+    Tolerance {
+        abs: 0.0,
+        rel: gamma(k.saturating_sub(1) as usize) + 4.5 * F32_UNIT_ROUNDOFF,
+        why: "the sum of k scores, the division (2.5 ulp), the scaling and 1 rounding",
     }
 }

@@ -3,6 +3,7 @@
 //! rotated rows are the last `rope_dim` of every `rope_period` rows from `rope_from` on.
 //! Constraints: `K % 4 == 0`; `rope_from`, `rope_period` multiples of 16; `rope_dim` even, ≤ 16,
 //! dividing 16, ≤ rope_period. Reference: `model::reference::rope` after `gemv`.
+use crate::check::{Tolerance, F32_UNIT_ROUNDOFF};
 use crate::gpu::{GpuContext, ShaderSource};
 
 use crate::quant::{matrix, Format};
@@ -109,10 +110,14 @@ pub fn dispatch(
     Ok(w_bytes + 4 * t * (k + m))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::QkvRopeScaleParams>(), 48);
+/// A gemv row with weights in `format`, rotated with its pair by an f32 cos/sin and scaled,
+/// compared with `scale = s·(Σ|w_a·x| + Σ|w_b·x|)` over the pair (s the softmax scale): the
+/// tile gemv's bound of each row at 16 lanes, the table's rounding (1 ulp each) and 3 roundings
+/// of the rotation.
+pub fn tolerance(format: Format, k: usize) -> Tolerance {
+    Tolerance {
+        why: "the gemv bound of both rows of a pair, plus cos/sin rounding and 3 roundings",
+        rel: super::gemv::tolerance_tile(format, k, 16).rel + 5.0 * F32_UNIT_ROUNDOFF,
+        abs: 0.0,
     }
 }

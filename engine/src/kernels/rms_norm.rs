@@ -1,6 +1,7 @@
 //! rms_norm: `y = x / sqrt(mean(x²) + eps) ⊙ w` per row, rows read and written with strides and
 //! offsets; `tail` values after each normalized row are copied as they are. Reference:
 //! `model::reference::rms_norm`.
+use crate::check::{gamma, Tolerance, F32_UNIT_ROUNDOFF};
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch_groups, KernelError};
@@ -64,10 +65,16 @@ pub fn dispatch(
     Ok(4 * (2 * n + u64::from(p.width)))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::RmsNormParams>(), 32);
+/// Against `model::reference::rms_norm` (f64 sums, rounded to f32), relative to `|y|`. The mean
+/// of squares goes through 1 product, ⌈width/256⌉ adds in an invocation, the 8 levels of the
+/// workgroup tree, the division and `+ eps` (γ_n); the square root halves that relative error;
+/// `inverseSqrt` adds 2 ulp (Vulkan's bound), the two products 2 roundings and the reference's
+/// own result 1.
+pub fn tolerance(width: u32) -> Tolerance {
+    let n = 1 + width.div_ceil(256) as usize + 8 + 2;
+    Tolerance {
+        abs: 0.0,
+        rel: 0.5 * gamma(n) + 5.0 * F32_UNIT_ROUNDOFF,
+        why: "half the γ_n of the mean of squares, inverseSqrt (2 ulp) and 3 roundings",
     }
 }

@@ -1,5 +1,6 @@
 //! rope: rotary embedding in place (half-split layout), cos/sin from a host-computed table.
 //! Reference: `model::reference::rope`.
+use crate::check::{Tolerance, F32_UNIT_ROUNDOFF};
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch, KernelError};
@@ -24,13 +25,18 @@ pub struct RopeParams {
     pub _pad: u32,
 }
 
+/// The rotation angle (rad) of pair `i` of a `d`-wide RoPE vector at position `pos`.
+pub fn rope_angle(pos: usize, i: usize, d: usize, theta: f32) -> f64 {
+    pos as f64 * f64::from(theta).powf(-2.0 * i as f64 / d as f64)
+}
+
 /// The `[max_seq, dim/2]` table of `(cos, sin)` the kernel reads, computed in f64.
 pub fn cos_sin_table(max_seq: usize, dim: usize, theta: f32) -> Vec<[f32; 2]> {
     let half = dim / 2;
     (0..max_seq)
         .flat_map(|pos| {
             (0..half).map(move |i| {
-                let (s, c) = crate::model::reference::rope_angle(pos, i, dim, theta).sin_cos();
+                let (s, c) = rope_angle(pos, i, dim, theta).sin_cos();
                 [c as f32, s as f32]
             })
         })
@@ -68,10 +74,13 @@ pub fn dispatch(
     Ok(4 * (2 * rows * u64::from(p.count) * u64::from(p.dim) + rows * u64::from(p.dim)))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::RopeParams>(), 32);
+/// Against `model::reference::rope` (f64 angles and products), relative to `|a| + |b|` of the
+/// element's pair: the f32 table's cos and sin (1 rounding each), two products and a sum, and
+/// the reference's own rounding. Elements outside the rotated vectors must be unchanged.
+pub fn tolerance() -> Tolerance {
+    Tolerance {
+        abs: 0.0,
+        rel: 5.0 * F32_UNIT_ROUNDOFF,
+        why: "cos/sin rounded to f32, 2 products and a sum, and the reference's rounding",
     }
 }

@@ -1,4 +1,5 @@
 //! scatter_add: the gate-weighted combine of one expert's outputs into token order.
+use crate::check::Tolerance;
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch, KernelError};
@@ -39,10 +40,8 @@ pub fn dispatch(
     Ok(4 * (3 * n + 2 * u64::from(p.rows)))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::ScatterParams>(), 16);
-    }
+/// `out + weight·y` against the same in f64, relative to `|out| + |weight·y|`: two roundings
+/// (one if the compiler fuses them into an FMA).
+pub fn tolerance() -> Tolerance {
+    Tolerance::gamma(2, "one product and one add, each rounded once")
 }

@@ -1,4 +1,5 @@
 //! sigmoid: the DeepSeek-V3 gate function. Reference: `model::reference::gate_scores`.
+use crate::check::{Tolerance, F32_UNIT_ROUNDOFF};
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch, KernelError};
@@ -32,10 +33,13 @@ pub fn dispatch(
     Ok(2 * 4 * u64::from(n))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::SigmoidParams>(), 16);
+/// Against `model::reference::sigmoid`, relative to `|y|`: `exp(−x)` within 3 + 2·|x| ulp
+/// (Vulkan's bound) for `|x| ≤ max_abs_x` (a relative error of e moves 1/(1+e) by at most as
+/// much), `1 + e` 1 rounding, the reciprocal 2.5 ulp, the reference's result 1.
+pub fn tolerance(max_abs_x: f64) -> Tolerance {
+    Tolerance {
+        abs: 0.0,
+        rel: (3.0 + 2.0 * max_abs_x + 4.5) * F32_UNIT_ROUNDOFF,
+        why: "exp (3 + 2|x| ulp), 1 + e, the reciprocal (2.5 ulp) and the reference's rounding",
     }
 }

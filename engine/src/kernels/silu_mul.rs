@@ -1,4 +1,5 @@
 //! silu_mul: `h = silu(gate) ⊙ up`, SwiGLU's activation. Reference: `model::reference::swiglu`.
+use crate::check::{Tolerance, F32_UNIT_ROUNDOFF};
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch, KernelError};
@@ -34,10 +35,13 @@ pub fn dispatch(
     Ok(3 * 4 * u64::from(n))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::SiluMulParams>(), 16);
+/// Against `silu(gate)·up` of `model::reference`, relative to `|h|`: `g / (1 + exp(−g))` as
+/// `sigmoid::tolerance` (the division 2.5 ulp in place of the reciprocal), the product with
+/// `up` one rounding more, and the reference's own two roundings.
+pub fn tolerance(max_abs_gate: f64) -> Tolerance {
+    Tolerance {
+        abs: 0.0,
+        rel: super::sigmoid::tolerance(max_abs_gate).rel + 2.0 * F32_UNIT_ROUNDOFF,
+        why: "the sigmoid bound, the product with up and the reference's roundings",
     }
 }

@@ -1,5 +1,6 @@
 //! softmax: in place per row over a causal (or full) prefix. Reference:
 //! `model::reference::softmax`.
+use crate::check::{gamma, Tolerance, F32_UNIT_ROUNDOFF};
 use crate::gpu::{GpuContext, ShaderSource};
 
 use super::{check_len, launch_groups, KernelError};
@@ -54,10 +55,17 @@ pub fn dispatch(
     Ok(8 * n)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_struct_size() {
-        assert_eq!(std::mem::size_of::<super::SoftmaxParams>(), 16);
+/// Against `model::reference::softmax` (max-subtracted, f64), relative to each probability.
+/// Each `exp(x − max)` is within 3 + 2·|x − max| ulp (Vulkan's bound), so with `spread` the
+/// largest `x − max` of a row an entry carries that once and the sum (γ_n over ⌈valid/256⌉ adds
+/// and the 8 tree levels) carries it again; the reciprocal adds 2.5 ulp, the product and the
+/// reference's rounding 1 each.
+pub fn tolerance(valid: u32, spread: f64) -> Tolerance {
+    let n = valid.div_ceil(256) as usize + 8;
+    let exp_ulps = 3.0 + 2.0 * spread.abs();
+    Tolerance {
+        abs: 0.0,
+        rel: 2.0 * exp_ulps * F32_UNIT_ROUNDOFF + gamma(n) + 4.5 * F32_UNIT_ROUNDOFF,
+        why: "exp (3 + 2|x| ulp) in the entry and in the sum, γ_n of the sum, 1/x and 2 roundings",
     }
 }

@@ -4,15 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How router logits become gate weights before the top-k.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GateFunction {
-    /// DeepSeek-V2: softmax over all experts.
-    Softmax,
-    /// DeepSeek-V3: an independent sigmoid per expert.
-    Sigmoid,
-}
+pub use crate::kernels::moe_route::GateFunction;
 
 /// Every size of the model. All dimensions are multiples of 4 so that every GEMV reads vec4s.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -251,7 +251,7 @@ impl ReferenceCheck {
 }
 
 /// Re-runs `tokens` through `engine` from an empty cache and through the reference on `weights`,
-/// and compares every position's logits (`check::tolerances::model_logits`). Leaves the engine's
+/// and compares every position's logits (`model::gpu::logits_tolerance`). Leaves the engine's
 /// cache holding `tokens`.
 pub async fn check_against_reference(
     engine: &mut Engine,
@@ -266,7 +266,7 @@ pub async fn check_against_reference(
     let mut cache = KvCache::new(&weights.config);
     let (want, margin) = reference::forward_with_dispatch_margin(&weights, tokens, &mut cache)?;
     let dispatch_margin = fp8.then_some(margin);
-    let tolerance = crate::check::tolerances::model_logits();
+    let tolerance = crate::model::gpu::logits_tolerance();
     Ok(ReferenceCheck {
         tokens: tokens.len(),
         format: engine.format(),
@@ -324,7 +324,7 @@ pub struct NearTie {
 }
 
 /// Logit margins below this can change the greedy token between backends: the GPU and CPU
-/// logits differ by up to ~1e-5 (check::tolerances::model_logits), so 1e-3 leaves a wide margin.
+/// logits differ by up to ~1e-5 (model::gpu::logits_tolerance), so 1e-3 leaves a wide margin.
 pub const NEAR_TIE_LOGITS: f32 = 1e-3;
 /// Expert-score margins below this can change an expert choice between backends (sigmoid scores
 /// differ by ~1e-6).

@@ -1,6 +1,7 @@
 //! The sandbox model, deepseek-mini: its config, its weights, the CPU reference forward (the
 //! oracle), the eager WebGPU forward, and the decode loop over either.
 
+pub mod accumulation;
 pub mod accuracy;
 pub mod config;
 pub mod experts;

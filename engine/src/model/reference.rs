@@ -83,16 +83,11 @@ pub fn softmax(x: &[f32]) -> Vec<f32> {
 pub fn rope(x: &mut [f32], pos: usize, theta: f32) {
     let half = x.len() / 2;
     for i in 0..half {
-        let (sin, cos) = rope_angle(pos, i, x.len(), theta).sin_cos();
+        let (sin, cos) = crate::kernels::rope::rope_angle(pos, i, x.len(), theta).sin_cos();
         let (a, b) = (f64::from(x[i]), f64::from(x[i + half]));
         x[i] = (a * cos - b * sin) as f32;
         x[i + half] = (a * sin + b * cos) as f32;
     }
-}
-
-/// The rotation angle of pair `i` of a `d`-wide RoPE vector at position `pos`.
-pub fn rope_angle(pos: usize, i: usize, d: usize, theta: f32) -> f64 {
-    pos as f64 * f64::from(theta).powf(-2.0 * i as f64 / d as f64)
 }
 
 /// One token's routing in one MoE layer.

@@ -1,6 +1,6 @@
 //! Number formats for weights and activations on the CPU: the encoders that produce what the
 //! quantized kernels read (`matrix`: the one GPU layout, unpacked by
-//! shaders/include/weights.wgsl), the decoders the reference uses, and the accumulation lesson.
+//! shaders/include/weights.wgsl) and the decoders the reference uses.
 //!
 //! Block scaling (each block stores its own scale; decode = code value × scale):
 //!
@@ -15,7 +15,6 @@
 //! Packing for the GPU (`pack`): codes little-endian in u32 words, element i of a row in bits
 //! `bits·(i mod (32/bits))` of the row's word `i / (32/bits)`, each row starting on a new word.
 
-pub mod accumulation;
 pub mod activation;
 pub mod block;
 pub mod matrix;

@@ -7,9 +7,10 @@
 
 use serde::Serialize;
 
+use super::evaluation::Evaluation;
 use super::params::{Params, BOUNDS};
 use super::scenario::{Load, Optimization, Optimizations, Recompute, Scenario, Speculative};
-use super::serve::{eval, Evaluation};
+use super::serve::eval;
 use super::RackError;
 
 /// A change to a committed scenario (an optimization removed, another load).

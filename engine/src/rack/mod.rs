@@ -5,12 +5,14 @@
 //! - `hardware`, `models`, `precision`: the catalogues (datasheet figures and model shapes).
 //! - `mechanisms`: one equation per mechanism (roofline, collectives, launch gaps, drafts).
 //! - `step`: one forward step, layer by layer, on one GPU.
-//! - `serve`, `train`: from steps to deployments: eval, sweep, waterfall.
+//! - `serve`, `train`: from steps to deployments: eval, sweep, waterfall; `evaluation`: what they
+//!   return.
 //! - `params`, `calibrate`: the few fitted efficiencies and the fit against public figures.
 //!
 //! docs/RACK_MODEL.md explains each equation and shows the residuals.
 
 pub mod calibrate;
+pub mod evaluation;
 pub mod hardware;
 pub mod mechanisms;
 pub mod models;
@@ -21,9 +23,10 @@ pub mod serve;
 pub mod step;
 pub mod train;
 
+pub use evaluation::Evaluation;
 pub use params::Params;
 pub use scenario::{Scenario, ScenarioFile};
-pub use serve::{eval, sweep, waterfall, Evaluation, WaterfallStep};
+pub use serve::{eval, sweep, waterfall, WaterfallStep};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RackError {

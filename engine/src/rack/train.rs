@@ -1,10 +1,10 @@
 //! One training step: every micro-batch through every pipeline stage, forward and backward,
 //! plus the pipeline bubble and the data-parallel gradient exchange.
 
+use super::evaluation::Evaluation;
 use super::params::Params;
 use super::precision::Precision;
 use super::scenario::{Optimization, Recompute, Scenario};
-use super::serve::Evaluation;
 use super::step::{self, Breakdown, Shape};
 
 pub fn train(s: &Scenario, p: &Params) -> Evaluation {

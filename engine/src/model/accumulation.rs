@@ -14,9 +14,9 @@
 use half::f16;
 use serde::Serialize;
 
-use super::{dequantize, quantize, Format};
-use crate::model::reference::{self, KvCache};
-use crate::model::{accuracy, tokenizer, ModelError, Weights};
+use super::reference::{self, KvCache};
+use super::{accuracy, tokenizer, ModelError, Weights};
+use crate::quant::{dequantize, quantize, Format};
 
 /// Elements summed in f16 before each promotion (DeepSeek-V3's N_C).
 pub const PROMOTION_INTERVAL: usize = 128;
@@ -113,8 +113,8 @@ pub fn run(weights: &Weights, lengths: &[usize], pairs: usize) -> Result<Lesson,
         .layers
         .first()
         .map(|l| match &l.ffn {
-            crate::model::weights::FeedForward::Dense(f) => f.w_gate.data.clone(),
-            crate::model::weights::FeedForward::Moe(m) => m.shared.w_gate.data.clone(),
+            super::weights::FeedForward::Dense(f) => f.w_gate.data.clone(),
+            super::weights::FeedForward::Moe(m) => m.shared.w_gate.data.clone(),
         })
         .unwrap_or_default();
     let mut rows = Vec::new();

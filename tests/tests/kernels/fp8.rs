@@ -2,15 +2,16 @@
 //! `quant::activation`: moe_dispatch's FP8 records and fp8_round_trip's rows must be the CPU's
 //! codes, scales and values bit for bit (the scales are powers of two, so both sides divide
 //! exactly and round the same bits); gemv and gate_up_swiglu reading FP8 records must match the
-//! reference on the decoded activations within f32 summation (`tolerances::gemv_f32`, scaled by
+//! reference on the decoded activations within f32 summation (`gemv::tolerance_f32`, scaled by
 //! Σ|w·x|).
 
-use moescope_engine::check::{compare_scaled, tolerances};
+use moescope_engine::check::compare_scaled;
 use moescope_engine::gpu::{storage_buffer, storage_zeroed};
 use moescope_engine::kernels::gemv::{self, GemvLayout, GemvShape};
 use moescope_engine::kernels::moe_dispatch::{self, MoeDispatchParams, RecordLayout};
 use moescope_engine::kernels::{fp8_round_trip, gate_up_swiglu};
 use moescope_engine::quant::activation::{quantize_row, round_trip};
+use moescope_engine::quant::Format;
 use moescope_engine::rng::uniform_f32;
 use moescope_tests::{gpu, run, SwigluReference};
 
@@ -36,7 +37,7 @@ fn activations(rows: usize, d: usize) -> Vec<f32> {
 }
 
 #[test]
-fn fp8_round_trip_gives_the_cpus_values_bit_for_bit() {
+pub fn fp8_round_trip_gives_the_cpus_values_bit_for_bit() {
     let Some(ctx) = gpu() else { return };
     let (rows, d) = (5usize, 400usize);
     let x = activations(rows, d);
@@ -54,7 +55,7 @@ fn fp8_round_trip_gives_the_cpus_values_bit_for_bit() {
 }
 
 #[test]
-fn moe_dispatch_writes_the_cpus_fp8_records() {
+pub fn moe_dispatch_writes_the_cpus_fp8_records() {
     let Some(ctx) = gpu() else { return };
     let (t, k, d) = (3u32, 2u32, 400u32);
     let x = activations(t as usize, d as usize);
@@ -102,7 +103,7 @@ fn moe_dispatch_writes_the_cpus_fp8_records() {
 /// The expert kernels reading FP8 records: grouped gemv and gate_up_swiglu, 3 experts, tokens
 /// routed to them by the records' first word.
 #[test]
-fn expert_kernels_read_fp8_records() {
+pub fn expert_kernels_read_fp8_records() {
     let Some(ctx) = gpu() else { return };
     let (e_n, m, k) = (3usize, 40usize, 400usize);
     let slots = 4usize;
@@ -160,11 +161,11 @@ fn expert_kernels_read_fp8_records() {
         let up_w = &w[(e as usize * 2 + 1) * m * k..][..m * k];
         let want = SwigluReference::new(gate_w, up_w, &xq, m, k);
         let what = format!("slot {z} (expert {e})");
-        let tol = tolerances::gemv_f32(k, shape.lanes);
+        let tol = gemv::tolerance_f32(k, shape.lanes);
         let got = &gemv_out[z * m..(z + 1) * m];
         let c = compare_scaled(got, &want.gate, &want.gate_magnitude, tol);
         assert!(c.passed(), "{}", c.describe(&format!("gemv {what}")));
-        let tol = tolerances::swiglu_f32(k, shape.lanes);
+        let tol = gate_up_swiglu::tolerance(Format::F32, k, shape.lanes);
         let got = &swiglu_out[z * m..(z + 1) * m];
         let c = compare_scaled(got, &want.act, &want.act_scale, tol);
         assert!(

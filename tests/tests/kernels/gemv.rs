@@ -1,8 +1,8 @@
 //! gemv against `model::reference::gemv` on a real adapter, over the edge shapes of STYLE.md.
-//! Tolerance: `check::tolerances::gemv_f32(K, lanes)`, the γ_n bound of the kernel's summation
+//! Tolerance: `check::gemv::tolerance_f32(K, lanes)`, the γ_n bound of the kernel's summation
 //! order.
 
-use moescope_engine::check::{compare_scaled, tolerances};
+use moescope_engine::check::compare_scaled;
 use moescope_engine::gpu::{read_back, storage_buffer, storage_zeroed, GpuContext};
 use moescope_engine::kernels::{gemv, KernelError};
 use moescope_engine::model::reference;
@@ -50,7 +50,7 @@ fn run_gemv_lanes(
 }
 
 #[test]
-fn gemv_matches_reference() {
+pub fn gemv_matches_reference() {
     let Some(ctx) = gpu() else { return };
     // (M, K): 1×4 the smallest; fewer rows than a workgroup; M not a multiple of 8 and K not a
     // multiple of the 1024-float x tile; K much larger than M; M much larger than K.
@@ -71,7 +71,7 @@ fn gemv_matches_reference() {
         let scale = reference::gemv_magnitude(&w, &x, mu, ku);
         for lanes in gemv::LANE_CHOICES {
             let got = run_gemv_lanes(&ctx, &w, &x, m, k, lanes).expect("gemv runs");
-            let c = compare_scaled(&got, &want, &scale, tolerances::gemv_f32(ku, lanes));
+            let c = compare_scaled(&got, &want, &scale, gemv::tolerance_f32(ku, lanes));
             assert!(
                 c.passed(),
                 "{}",
@@ -82,7 +82,7 @@ fn gemv_matches_reference() {
 }
 
 #[test]
-fn gemv_rows_do_not_depend_on_the_batch() {
+pub fn gemv_rows_do_not_depend_on_the_batch() {
     // Batch invariance: row r's result is bit-identical whether or not other rows are computed,
     // because each row is summed by its own 32 lanes in a fixed order.
     let Some(ctx) = gpu() else { return };
@@ -95,7 +95,7 @@ fn gemv_rows_do_not_depend_on_the_batch() {
 }
 
 #[test]
-fn gemv_rejects_bad_shapes_with_data() {
+pub fn gemv_rejects_bad_shapes_with_data() {
     let Some(ctx) = gpu() else { return };
     let err = run_gemv(&ctx, &[0.0; 6], &[0.0; 6], 1, 6).expect_err("K = 6 is not a multiple of 4");
     assert!(

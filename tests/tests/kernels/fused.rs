@@ -1,9 +1,9 @@
 //! The fused kernels one at a time against `model::reference` on a real adapter, on shapes the
 //! model never uses: gemv's layouts (grouped experts from dispatch records, an interleaved
 //! output, an out-of-range expert), gate_up_swiglu, qkv_rope_scale, and split-K attention at
-//! contexts around its 64-position chunk. Tolerances: `check::tolerances`, each with its reason.
+//! contexts around its 64-position chunk. Tolerances: each kernel's `tolerance`, with its reason.
 
-use moescope_engine::check::{compare_scaled, tolerances};
+use moescope_engine::check::compare_scaled;
 use moescope_engine::gpu::{storage_buffer, storage_zeroed};
 use moescope_engine::kernels::gemv::{self, GemvLayout, GemvShape};
 use moescope_engine::kernels::{gate_up_swiglu, mla_split_k, qkv_rope_scale, rope};
@@ -23,7 +23,7 @@ fn records(experts: &[u32], xs: &[Vec<f32>]) -> Vec<f32> {
 }
 
 #[test]
-fn grouped_gemv_reads_each_tokens_expert_from_its_record() {
+pub fn grouped_gemv_reads_each_tokens_expert_from_its_record() {
     let Some(ctx) = gpu() else { return };
     // 3 experts of [5, 12] (K not a multiple of the 1024-float tile, M smaller than a workgroup);
     // 5 tokens: expert 2 twice, expert 1 never, and an id past the last expert.
@@ -55,7 +55,7 @@ fn grouped_gemv_reads_each_tokens_expert_from_its_record() {
         )
         .unwrap();
     });
-    let tol = tolerances::gemv_f32(k, shape.lanes);
+    let tol = gemv::tolerance_f32(k, shape.lanes);
     for (t, (&e, x)) in ids.iter().zip(&xs).enumerate() {
         let got = &got[t * m..(t + 1) * m];
         if e as usize >= e_n {
@@ -75,7 +75,7 @@ fn grouped_gemv_reads_each_tokens_expert_from_its_record() {
 }
 
 #[test]
-fn gemv_scatters_rows_into_an_interleaved_layout_and_nowhere_else() {
+pub fn gemv_scatters_rows_into_an_interleaved_layout_and_nowhere_else() {
     let Some(ctx) = gpu() else { return };
     // M = 6 rows in segments of 2, each segment 5 apart, from offset 1; 2 tokens 20 apart.
     let (m, k, t) = (6usize, 8usize, 2usize);
@@ -107,7 +107,7 @@ fn gemv_scatters_rows_into_an_interleaved_layout_and_nowhere_else() {
                 &got[at..=at],
                 &want[row..=row],
                 &mag[row..=row],
-                tolerances::gemv_f32(k, shape.lanes),
+                gemv::tolerance_f32(k, shape.lanes),
             );
             assert!(
                 c.passed(),
@@ -122,7 +122,7 @@ fn gemv_scatters_rows_into_an_interleaved_layout_and_nowhere_else() {
 }
 
 #[test]
-fn gate_up_swiglu_matches_the_reference() {
+pub fn gate_up_swiglu_matches_the_reference() {
     let Some(ctx) = gpu() else { return };
     for (m, k, t) in [(1usize, 4usize, 1usize), (37, 1028, 3), (256, 256, 2)] {
         let gate_up = uniform_f32(5, 2 * m * k, 0.5);
@@ -144,7 +144,7 @@ fn gate_up_swiglu_matches_the_reference() {
                 &got[tok * m..(tok + 1) * m],
                 &want.act,
                 &want.act_scale,
-                tolerances::swiglu_f32(k, shape.lanes),
+                gate_up_swiglu::tolerance(F32, k, shape.lanes),
             );
             assert!(
                 c.passed(),
@@ -156,7 +156,7 @@ fn gate_up_swiglu_matches_the_reference() {
 }
 
 #[test]
-fn qkv_rope_scale_matches_projection_then_rope_then_scale() {
+pub fn qkv_rope_scale_matches_projection_then_rope_then_scale() {
     let Some(ctx) = gpu() else { return };
     // Two heads of [latent 32 | rope 16] (period 48), 3 tokens after 5 cached positions.
     let epilogue = RopeEpilogue {
@@ -185,7 +185,7 @@ fn qkv_rope_scale_matches_projection_then_rope_then_scale() {
             &got[tok * m..(tok + 1) * m],
             &want.want,
             &want.magnitude,
-            tolerances::rope_epilogue_f32(k),
+            qkv_rope_scale::tolerance(F32, k),
         );
         assert!(c.passed(), "{}", c.describe(&format!("token {tok}")));
     }
@@ -246,7 +246,7 @@ fn attention(
 }
 
 #[test]
-fn split_k_attention_matches_the_reference_around_its_chunk_size() {
+pub fn split_k_attention_matches_the_reference_around_its_chunk_size() {
     let Some(ctx) = gpu() else { return };
     let (heads, row, latent, scale) = (3usize, 20usize, 12usize, 0.4f32);
     // (tokens, cached positions): one position; a chunk minus one; exactly a chunk; a chunk plus
@@ -281,7 +281,7 @@ fn split_k_attention_matches_the_reference_around_its_chunk_size() {
             mla_split_k::dispatch_reduce(&ctx, pass, [&partials, &o_buf], p).unwrap();
         });
         let (want, mag) = attention(&q, &cache, (t_n, heads, row, latent, pos0, scale));
-        let c = compare_scaled(&got, &want, &mag, tolerances::split_k_attention());
+        let c = compare_scaled(&got, &want, &mag, mla_split_k::tolerance());
         assert!(
             c.passed(),
             "{}",

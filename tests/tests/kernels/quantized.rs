@@ -1,10 +1,10 @@
 //! The weight-reading kernels (gemv, gate_up_swiglu, qkv_rope_scale) in every weight format on a
 //! real adapter, two ways: against the reference on the same quantized weights dequantized (the
-//! unpacking must be exact: only f32 summation order may differ, `tolerances::gemv_quantized`),
+//! unpacking must be exact: only f32 summation order may differ, `gemv::tolerance_tile`),
 //! and against the f32 weights they were quantized from (the difference must stay within what
 //! the format may lose, `quant::block::error_bound`, plus that summation bound).
 
-use moescope_engine::check::{compare_scaled, tolerances, Comparison, Tolerance};
+use moescope_engine::check::{compare_scaled, Comparison, Tolerance};
 use moescope_engine::gpu::{storage_buffer, storage_zeroed};
 use moescope_engine::kernels::gemv::{self, GemvLayout, GemvShape};
 use moescope_engine::kernels::{gate_up_swiglu, qkv_rope_scale, rope};
@@ -56,7 +56,7 @@ fn within(got: &[f32], want: &[f32], scale: &[f64], extra: &[f64], tol: Toleranc
 }
 
 #[test]
-fn gemv_reads_every_format_exactly_and_within_its_error() {
+pub fn gemv_reads_every_format_exactly_and_within_its_error() {
     let Some(ctx) = gpu() else { return };
     // 200 rows: a full and a partial 128-row FP8 block; 160 columns: a partial 128-column block,
     // five 1×32 blocks, ten 1×16 blocks. 2080 columns: two whole 1024-element x tiles and a tail
@@ -86,7 +86,7 @@ fn gemv_reads_every_format_exactly_and_within_its_error() {
                     )
                     .unwrap();
                 });
-                let tol = tolerances::gemv_quantized(format, k, lanes);
+                let tol = gemv::tolerance_tile(format, k, lanes);
                 for tok in 0..t {
                     let xt = &x[tok * k..(tok + 1) * k];
                     let got = &got[tok * m..(tok + 1) * m];
@@ -121,7 +121,7 @@ fn gemv_reads_every_format_exactly_and_within_its_error() {
 }
 
 #[test]
-fn grouped_experts_and_gate_up_swiglu_in_every_format() {
+pub fn grouped_experts_and_gate_up_swiglu_in_every_format() {
     let Some(ctx) = gpu() else { return };
     // 3 experts, each a [96, 64] gate and up matrix (gate_up_swiglu) and a [64, 96] down matrix
     // (grouped gemv); 4 tokens whose records name experts 2, 0, 2, 1.
@@ -178,7 +178,7 @@ fn grouped_experts_and_gate_up_swiglu_in_every_format() {
                 &got[t * m..(t + 1) * m],
                 &want.act,
                 &want.act_scale,
-                tolerances::swiglu_quantized(format, k, shape.lanes),
+                gate_up_swiglu::tolerance(format, k, shape.lanes),
             );
             assert!(
                 c.passed(),
@@ -189,7 +189,7 @@ fn grouped_experts_and_gate_up_swiglu_in_every_format() {
                 &up_got[t * m..(t + 1) * m],
                 &want.up,
                 &want.up_magnitude,
-                tolerances::gemv_quantized(format, k, shape.lanes),
+                gemv::tolerance_tile(format, k, shape.lanes),
             );
             assert!(
                 c.passed(),
@@ -201,7 +201,7 @@ fn grouped_experts_and_gate_up_swiglu_in_every_format() {
 }
 
 #[test]
-fn qkv_rope_scale_reads_every_format() {
+pub fn qkv_rope_scale_reads_every_format() {
     let Some(ctx) = gpu() else { return };
     // Two heads of [latent 32 | rope 16], K = 64, two tokens after 3 cached positions.
     let epilogue = RopeEpilogue {
@@ -233,7 +233,7 @@ fn qkv_rope_scale_reads_every_format() {
                 &got[tok * m..(tok + 1) * m],
                 &want.want,
                 &want.magnitude,
-                tolerances::rope_epilogue_quantized(format, k),
+                qkv_rope_scale::tolerance(format, k),
             );
             assert!(
                 c.passed(),
@@ -245,7 +245,7 @@ fn qkv_rope_scale_reads_every_format() {
 }
 
 #[test]
-fn a_k_that_splits_a_chunk_is_refused() {
+pub fn a_k_that_splits_a_chunk_is_refused() {
     let Some(ctx) = gpu() else { return };
     // 48 columns fill f32, f16 and int8 chunks but not FP4's 32-element ones.
     let w_buf = storage_zeroed(&ctx, "w", 4096).unwrap();
@@ -264,7 +264,7 @@ fn a_k_that_splits_a_chunk_is_refused() {
 }
 
 #[test]
-fn a_nan_fp8_weight_makes_its_row_nan_as_dequantizing_does() {
+pub fn a_nan_fp8_weight_makes_its_row_nan_as_dequantizing_does() {
     let Some(ctx) = gpu() else { return };
     let (m, k) = (4usize, 64usize);
     let mut w = weights(80, m, k);
@@ -304,7 +304,7 @@ fn a_nan_fp8_weight_makes_its_row_nan_as_dequantizing_does() {
 /// pipelined loads cross a tile with every row in flight (f32 takes K = 288, one partial tile, to
 /// stay within one storage binding on lavapipe).
 #[test]
-fn grouped_rows_on_large_matrices() {
+pub fn grouped_rows_on_large_matrices() {
     let Some(ctx) = gpu() else { return };
     let m = 32_768 + 37;
     let wide = (weights(90, m, 1056), uniform_f32(91, 1056, 1.0));
@@ -331,7 +331,7 @@ fn grouped_rows_on_large_matrices() {
             &got,
             &reference::gemv(&deq, x, m, k),
             &reference::gemv_magnitude(&deq, x, m, k),
-            tolerances::gemv_quantized(format, k, shape.lanes),
+            gemv::tolerance_tile(format, k, shape.lanes),
         );
         assert!(c.passed(), "{}", c.describe(format.name()));
     }
@@ -359,7 +359,7 @@ fn fp8_records(x: &[f32], k: usize) -> (Vec<f32>, u32, u32) {
 /// chunks (the other lanes idle); 45 rows are a partial 16-row batch and a partial workgroup.
 /// Plain rows for two tokens, then grouped experts reading FP8 dispatch records.
 #[test]
-fn gemv_wide_reads_fp4_exactly_and_within_its_error() {
+pub fn gemv_wide_reads_fp4_exactly_and_within_its_error() {
     let Some(ctx) = gpu() else { return };
     let (m, t) = (45usize, 2usize);
     for k in [8192usize, 9216] {
@@ -372,7 +372,7 @@ fn gemv_wide_reads_fp4_exactly_and_within_its_error() {
                 !gemv::is_wide(shape),
                 "too few rows for the wide kernel's rule"
             );
-            let tol = tolerances::gemv_wide(format, k);
+            let tol = gemv::tolerance_wide(format, k);
             // Two experts' matrices, one after the other.
             let experts: Vec<&[f32]> = w.chunks(m * k).collect();
             let mut packed = Vec::new();
@@ -461,7 +461,7 @@ fn gemv_wide_reads_fp4_exactly_and_within_its_error() {
 /// and rows for 512 workgroups of 32; everything else, and formats it does not read, refused
 /// or left to the tile kernel.
 #[test]
-fn the_wide_gemv_is_chosen_for_long_fp4_rows_only() {
+pub fn the_wide_gemv_is_chosen_for_long_fp4_rows_only() {
     let big = |format| GemvShape::new(58_112, 8192).with_format(format);
     assert!(gemv::is_wide(big(Format::Nvfp4)));
     assert!(gemv::is_wide(big(Format::Mxfp4)));

@@ -1,0 +1,36 @@
+//! What an evaluation of a scenario returns: the figures `moescope rack eval` prints and the app
+//! draws. Serving and training both fill it in.
+
+use serde::Serialize;
+
+use super::scenario::Phase;
+use super::step::Breakdown;
+
+/// What `moescope rack eval` prints. Every number is a model estimate, not a measurement.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Evaluation {
+    pub system: &'static str,
+    pub model: &'static str,
+    pub phase: Phase,
+    pub tokens_per_s_per_user: f64,
+    pub output_tokens_per_s_per_gpu: f64,
+    /// Input plus output tokens over every GPU (prefill GPUs included), InferenceX's metric.
+    pub total_tokens_per_s_per_gpu: f64,
+    /// Training: tokens trained per second per GPU.
+    pub tokens_per_s_per_gpu: f64,
+    pub users_per_rack: f64,
+    pub mfu: f64,
+    pub mbu: f64,
+    pub step_time_us: f64,
+    pub batch_per_gpu: f64,
+    pub concurrency: f64,
+    pub gpus: u32,
+    pub breakdown_us: Breakdown,
+    pub kernels_per_step: f64,
+    pub accepted_tokens_per_step: f64,
+    pub ttft_ms: f64,
+    /// One layer's MLA copy/concat kernel in the prefill chunk (0 for GQA models).
+    pub copy_concat_us_per_layer: f64,
+    /// Always true: these are the analytic model's estimates.
+    pub estimated: bool,
+}
