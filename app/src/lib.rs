@@ -4,6 +4,7 @@
 mod app;
 pub mod checkpoint;
 pub mod components;
+pub mod generation;
 pub mod labs;
 pub mod pages;
 pub mod rack_state;

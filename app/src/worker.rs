@@ -11,12 +11,13 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures_channel::mpsc;
-use moescope_engine::model::generate::{Engine, GenerateOptions, Generator, Sampling, StepStats};
+use moescope_engine::model::generate::{Engine, StepStats};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::checkpoint::{self, Source};
+use crate::generation;
 
 /// The worker script, relative to the page.
 pub const SCRIPT: &str = "cpu-worker.js";
@@ -52,26 +53,6 @@ pub enum FromWorker {
     Error {
         message: String,
     },
-}
-
-/// Lets the event loop run (so a Stop message or a repaint gets in): a zero-delay timer, in a
-/// window or in a worker.
-pub async fn yield_now() {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        let global = js_sys::global();
-        let set_timeout = js_sys::Reflect::get(&global, &"setTimeout".into())
-            .ok()
-            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
-        match set_timeout {
-            Some(f) => {
-                let _ = f.call2(&global, &resolve, &0.into());
-            }
-            None => {
-                let _ = resolve.call0(&JsValue::NULL);
-            }
-        }
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 fn encode<T: Serialize>(message: &T) -> JsValue {
@@ -144,30 +125,14 @@ async fn generate(
             Engine::cpu(weights)
         }
     };
-    let opts = GenerateOptions {
-        max_new_tokens: tokens,
-        sampling: Sampling::Greedy,
-        seed: 0,
-    };
     let result = async {
         engine
             .set_dispatch_fp8(dispatch_fp8)
             .map_err(|e| e.to_string())?;
-        let mut generator = Generator::start(&mut engine, prompt, opts)
-            .await
-            .map_err(|e| e.to_string())?;
-        while !*stop.borrow() {
-            let Some(step) = generator
-                .next(&mut engine)
-                .await
-                .map_err(|e| e.to_string())?
-            else {
-                break;
-            };
-            post(&FromWorker::Token { step: step.clone() });
-            yield_now().await;
-        }
-        Ok(())
+        generation::stream(&mut engine, prompt, tokens, stop, |step, _| {
+            post(&FromWorker::Token { step: step.clone() })
+        })
+        .await
     }
     .await;
     *cell.borrow_mut() = Some(engine);

@@ -13,8 +13,7 @@ use moescope_engine::bench::decode::{run_variants, DecodeBenchOptions};
 use moescope_engine::gpu::GpuContext;
 use moescope_engine::model::accuracy::{self, Accuracy};
 use moescope_engine::model::generate::{
-    check_against_reference, Backend, Engine, GenerateOptions, Generator, ReferenceCheck, Sampling,
-    StepStats,
+    check_against_reference, Backend, Engine, ReferenceCheck, StepStats,
 };
 use moescope_engine::model::gpu::KernelLaunch;
 use moescope_engine::model::{tokenizer, Weights};
@@ -26,8 +25,9 @@ use super::{
     SharePanel,
 };
 use crate::checkpoint::{self, Source};
+use crate::generation::{self, yield_now};
 use crate::sandbox_state::{self, SandboxState};
-use crate::worker::{yield_now, CpuWorker, FromWorker};
+use crate::worker::{CpuWorker, FromWorker};
 
 /// Which engine the visitor asked for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -633,12 +633,15 @@ async fn generate(
     s.status.set(Status::Running);
     yield_now().await;
 
-    let opts = GenerateOptions {
-        max_new_tokens: n,
-        sampling: Sampling::Greedy,
-        seed: 0,
+    let mut progress = Progress {
+        prompt,
+        bytes: Vec::new(),
+        total_ms: 0.0,
     };
-    let result = run_loop(&mut engine, prompt, opts, stop, s).await;
+    let result = generation::stream(&mut engine, prompt, n, stop, |step, backend| {
+        progress.push(&s, step, backend)
+    })
+    .await;
     if let Some(why) = engine.device_lost() {
         // Everything the visitor set stays; the next click runs on the CPU.
         forget_lost_gpu(engines, &why);
@@ -685,17 +688,9 @@ async fn load_weights(
     w
 }
 
-/// A format with its block scaling, as the picker lists it.
-fn format_label(f: Format) -> &'static str {
-    match f {
-        Format::F32 => "f32 (4 bytes)",
-        Format::F16 => "f16 (2 bytes)",
-        Format::Bf16 => "bf16 (2 bytes)",
-        Format::Int8 => "int8, f32 scale per 1×32 (1.13 bytes)",
-        Format::Fp8E4m3 => "FP8 E4M3, f32 scale per 128×128 (1.00 bytes)",
-        Format::Nvfp4 => "NVFP4: E2M1, E4M3 scale per 1×16 (0.56 bytes)",
-        Format::Mxfp4 => "MXFP4: E2M1, E8M0 scale per 1×32 (0.53 bytes)",
-    }
+/// A format with its block scaling and its bytes per weight, as the picker lists it.
+fn format_label(f: Format) -> String {
+    format!("{} ({:.2} bytes)", f.scaling(), f.bytes_per_parameter())
 }
 
 fn cpu_label(format: Format, dispatch_fp8: bool, place: &str) -> String {
@@ -818,31 +813,6 @@ fn adapter_name(engine: &Engine) -> String {
     } else {
         name
     }
-}
-
-async fn run_loop(
-    engine: &mut Engine,
-    prompt: &[u32],
-    opts: GenerateOptions,
-    stop: &Rc<RefCell<bool>>,
-    s: Sinks,
-) -> Result<(), String> {
-    let mut generator = Generator::start(engine, prompt, opts)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut progress = Progress {
-        prompt,
-        bytes: Vec::new(),
-        total_ms: 0.0,
-    };
-    while !*stop.borrow() {
-        let Some(step) = generator.next(engine).await.map_err(|e| e.to_string())? else {
-            break;
-        };
-        progress.push(&s, step, engine.backend());
-        yield_now().await;
-    }
-    Ok(())
 }
 
 /// A byte token as a reader can see it: printable ASCII quoted, anything else (part of a

@@ -6,32 +6,21 @@
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
+use moescope_engine::kernels::KernelKind;
 use moescope_engine::model::gpu::KernelLaunch;
 
 use super::ticks::nice_ticks;
 
-/// Kernel kinds with their colors, in legend order (style.css repeats them as `.kind0`…`.kind5`).
-const KINDS: [(&str, &str); 6] = [
-    ("projections (GEMV)", "#3a5bd9"),
-    ("norms and residuals", "#17803d"),
-    ("attention", "#d9822b"),
-    ("MoE routing, dispatch, combine", "#8e44ad"),
-    ("activations", "#c0392b"),
-    ("copies, RoPE, embedding", "#7f8c8d"),
+/// The color of each `KernelKind`, in legend order (style.css repeats them as `.kind0`…`.kind5`).
+const KIND_COLORS: [&str; 6] = [
+    "#3a5bd9", "#17803d", "#d9822b", "#8e44ad", "#c0392b", "#7f8c8d",
 ];
 
-/// The color of a kernel's kind.
+/// The color of a kernel's kind (a name the engine does not know is drawn as data movement).
 fn color(kernel: &str) -> &'static str {
-    let kind = match kernel {
-        "gemv" | "gate_up_swiglu" | "qkv_rope_scale" => 0,
-        "rms_norm" | "add_rms_norm" | "add" => 1,
-        "mla_scores" | "softmax" | "mla_values" | "mla_split_k" | "mla_split_k_reduce" => 2,
-        "moe_route" | "sigmoid" | "moe_topk" | "moe_dispatch" | "moe_combine" | "gather_rows"
-        | "scatter_add" => 3,
-        "silu_mul" => 4,
-        _ => 5,
-    };
-    KINDS[kind].1
+    let kind = KernelKind::of(kernel).unwrap_or(KernelKind::Movement);
+    let i = KernelKind::ALL.iter().position(|k| *k == kind).unwrap_or(5);
+    KIND_COLORS[i]
 }
 
 /// One bar: where it starts and how long it is, in the row's unit (µs or bytes).
@@ -170,9 +159,9 @@ pub fn KernelTimeline(
                 <text x=LABEL + (WIDTH - LABEL) / 2.0 y=height - 3.0 text-anchor="middle" class="timeline-tick">{unit}</text>
             </svg>
             <ul class="legend">
-                {KINDS.into_iter().enumerate().map(|(i, (name, _))| {
+                {KernelKind::ALL.into_iter().enumerate().map(|(i, kind)| {
                     // Classes, not inline styles: the site's CSP forbids inline styles.
-                    view! { <li><span class=format!("swatch kind{i}")></span>{name}</li> }
+                    view! { <li><span class=format!("swatch kind{i}")></span>{kind.label()}</li> }
                 }).collect_view()}
             </ul>
             <details>

@@ -22,7 +22,7 @@ pub use kernel_check::KernelCheck;
 pub use kernel_timeline::KernelTimeline;
 pub use loss_curves::LossCurves;
 pub use optimization_switches::OptimizationSwitches;
-pub use rack_charts::{Measured, ParetoChart, StepBreakdownBar, WaterfallChart};
+pub use rack_charts::{ParetoChart, StepBreakdownBar, WaterfallChart};
 pub use route_error_panel::RouteErrorPanel;
 pub use url_share::{hash_query, share_links, SettingsWarnings, SharePanel};
 pub use webgpu_banner::WebGpuBanner;

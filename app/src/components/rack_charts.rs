@@ -3,6 +3,7 @@
 //! and the optimization waterfall. Every number they draw is the rack model's estimate.
 
 use leptos::prelude::*;
+use moescope_engine::rack::calibrate::ParetoPoint;
 use moescope_engine::rack::step::Breakdown;
 use moescope_engine::rack::{Evaluation, WaterfallStep};
 
@@ -79,14 +80,6 @@ pub fn StepBreakdownBar(breakdown: Breakdown, step_time_us: f64) -> impl IntoVie
     }
 }
 
-/// A public measurement to mark on the Pareto chart.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Measured {
-    pub label: &'static str,
-    pub tokens_per_s_per_user: f64,
-    pub tokens_per_s_per_gpu: f64,
-}
-
 const PW: f64 = 640.0;
 const PH: f64 = 320.0;
 const PL: f64 = 64.0;
@@ -98,7 +91,7 @@ pub fn ParetoChart(
     current: Evaluation,
     /// Total tokens per GPU (InferenceX's metric, serving) instead of output tokens.
     total: bool,
-    measured: Vec<Measured>,
+    measured: Vec<ParetoPoint>,
 ) -> impl IntoView {
     let y_of = move |e: &Evaluation| {
         if total {

@@ -4,12 +4,13 @@
 //! and Embed. The same `Computed` feeds the embeddable views (`RackView`).
 
 use leptos::prelude::*;
+use moescope_engine::rack::calibrate::ParetoPoint;
 use moescope_engine::rack::precision::Precision;
 use moescope_engine::rack::scenario::{Optimization, Phase, SpecMethod, Speculative};
 use moescope_engine::rack::{self, Evaluation, Params, Scenario, ScenarioFile, WaterfallStep};
 
 use crate::components::{
-    hash_query, share_links, Measured, ParetoChart, SettingsWarnings, SharePanel, StepBreakdownBar,
+    hash_query, share_links, ParetoChart, SettingsWarnings, SharePanel, StepBreakdownBar,
     WaterfallChart,
 };
 use crate::rack_state::{self, LoadKind, AUTO, MODELS, PRECISIONS, PRESETS, SYSTEMS};
@@ -25,7 +26,7 @@ pub struct Computed {
     pub waterfall: Vec<WaterfallStep>,
     pub ms: f64,
     pub phase: Phase,
-    pub measured: Vec<Measured>,
+    pub measured: Vec<ParetoPoint>,
 }
 
 /// Evaluates `f`; the error is the model's message (a scenario that cannot run, e.g. weights that
@@ -38,47 +39,13 @@ pub fn compute(f: &ScenarioFile) -> Result<Computed, String> {
     let sweep = rack::sweep(&s, &p, SWEEP_POINTS).unwrap_or_default();
     let waterfall = rack::waterfall(&s, &p).unwrap_or_default();
     Ok(Computed {
-        measured: measured(&f.system, &f.model, s.phase),
+        measured: rack::calibrate::pareto_points(&f.system, &f.model, s.phase),
         phase: s.phase,
         eval,
         sweep,
         waterfall,
         ms: start.elapsed().as_secs_f64() * 1e3,
     })
-}
-
-/// Public measurements for the Pareto chart, on their own metric (../shared/calibration:
-/// the seeds' NVL72 figures are output tokens per GPU; InferenceX counts input + output).
-fn measured(system: &str, model: &str, phase: Phase) -> Vec<Measured> {
-    match (system, model, phase) {
-        ("gb200-nvl72", "deepseek-r1", Phase::Decode) => vec![
-            Measured {
-                label: "seed, before (TensorRT-LLM, July 2025)",
-                tokens_per_s_per_user: 77.0,
-                tokens_per_s_per_gpu: 951.0,
-            },
-            Measured {
-                label: "seed, after fused AllToAll, copy/concat, PDL (Aug 2025)",
-                tokens_per_s_per_user: 83.0,
-                tokens_per_s_per_gpu: 1105.0,
-            },
-        ],
-        ("gb200-nvl72", "deepseek-r1", Phase::Serve) => [
-            (286.40, 60.7),
-            (222.28, 274.8),
-            (164.37, 1149.1),
-            (90.99, 7698.0),
-            (17.82, 14659.4),
-        ]
-        .into_iter()
-        .map(|(u, g)| Measured {
-            label: "InferenceX GB200, Dynamo TRT-LLM + MTP (May 2026)",
-            tokens_per_s_per_user: u,
-            tokens_per_s_per_gpu: g,
-        })
-        .collect(),
-        _ => Vec::new(),
-    }
 }
 
 fn replace_hash(hash: &str) {

@@ -22,6 +22,21 @@ pub struct CopyRowsParams {
     pub _pad: [u32; 2],
 }
 
+impl CopyRowsParams {
+    /// `rows` rows of `width` values, packed back to back on both sides, from offset 0 to 0.
+    pub fn contiguous(rows: u32, width: u32) -> Self {
+        Self {
+            rows,
+            width,
+            src_base: 0,
+            src_stride: width,
+            dst_base: 0,
+            dst_stride: width,
+            _pad: [0; 2],
+        }
+    }
+}
+
 /// Returns bytes moved.
 pub fn dispatch(
     ctx: &GpuContext,

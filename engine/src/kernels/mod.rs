@@ -74,6 +74,57 @@ pub const SHADERS: [ShaderSource; 25] = [
     softmax::SHADER,
 ];
 
+/// What a kernel does in a decode step, for grouping kernels in a timeline or a table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KernelKind {
+    Projection,
+    NormResidual,
+    Attention,
+    Moe,
+    Activation,
+    Movement,
+}
+
+impl KernelKind {
+    /// In legend order.
+    pub const ALL: [KernelKind; 6] = [
+        KernelKind::Projection,
+        KernelKind::NormResidual,
+        KernelKind::Attention,
+        KernelKind::Moe,
+        KernelKind::Activation,
+        KernelKind::Movement,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            KernelKind::Projection => "projections (GEMV)",
+            KernelKind::NormResidual => "norms and residuals",
+            KernelKind::Attention => "attention",
+            KernelKind::Moe => "MoE routing, dispatch, combine",
+            KernelKind::Activation => "activations",
+            KernelKind::Movement => "copies, RoPE, embedding",
+        }
+    }
+
+    /// The kind of the kernel named `name` (a `SHADERS` name), None for another name.
+    pub fn of(name: &str) -> Option<KernelKind> {
+        use KernelKind::*;
+        Some(match name {
+            "gemv" | "gemv_wide" | "gate_up_swiglu" | "qkv_rope_scale" => Projection,
+            "rms_norm" | "add_rms_norm" | "add" => NormResidual,
+            "mla_scores" | "softmax" | "mla_values" | "mla_split_k" | "mla_split_k_reduce" => {
+                Attention
+            }
+            "moe_route" | "sigmoid" | "moe_topk" | "moe_dispatch" | "moe_combine"
+            | "gather_rows" | "scatter_add" => Moe,
+            "silu_mul" | "fp8_round_trip" => Activation,
+            "copy_rows" | "copy_vec4" | "rope" | "embed" => Movement,
+            _ => return None,
+        })
+    }
+}
+
 /// Invocations per workgroup of the one-invocation-per-element kernels.
 const FLAT_WORKGROUP: u64 = 256;
 
@@ -204,6 +255,18 @@ pub(crate) fn grid_2d(groups: u64, max_per_dim: u32) -> Result<(u32, u32), Kerne
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_kernel_has_a_kind() {
+        for shader in super::SHADERS {
+            assert!(
+                super::KernelKind::of(shader.name).is_some(),
+                "{}",
+                shader.name
+            );
+        }
+        assert_eq!(super::KernelKind::of("matmul"), None);
+    }
     use super::grid_2d;
 
     #[test]

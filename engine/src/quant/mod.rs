@@ -65,6 +65,19 @@ impl Format {
         Format::ALL.into_iter().find(|f| f.name() == name)
     }
 
+    /// The element type and block scaling, in words (the table above).
+    pub fn scaling(self) -> &'static str {
+        match self {
+            Format::F32 => "f32",
+            Format::F16 => "f16",
+            Format::Bf16 => "bf16",
+            Format::Int8 => "int8, f32 scale per 1×32",
+            Format::Fp8E4m3 => "FP8 E4M3, f32 scale per 128×128",
+            Format::Nvfp4 => "NVFP4: E2M1, E4M3 scale per 1×16",
+            Format::Mxfp4 => "MXFP4: E2M1, E8M0 scale per 1×32",
+        }
+    }
+
     /// Storage per weight, scales included, for a large matrix (full blocks): f16/bf16 2, int8
     /// 1 + 4/32, fp8 1 + 4/16384, nvfp4 0.5 + 1/16 (+ one f32 per tensor), mxfp4 0.5 + 1/32.
     pub fn bytes_per_parameter(self) -> f64 {

@@ -159,6 +159,53 @@ const GPT3: (&str, &str) = scenario!("seed-gpt3-175b-training.toml");
 const LLAMA4: (&str, &str) = scenario!("seed-llama4-maverick-min-latency.toml");
 const B200_DSR1: (&str, &str) = scenario!("trtllm-b200-deepseek-r1-min-latency.toml");
 
+/// The NVL72 seed's DeepSeek-R1 decode, (tokens/s per user, output tokens/s per GPU): before
+/// (TensorRT-LLM, July 2025) and after fused AllToAll, copy/concat and PDL (August 2025).
+const SEED_BEFORE: (f64, f64) = (77.0, 951.0);
+const SEED_AFTER: (f64, f64) = (83.0, 1105.0);
+
+/// A public measurement on the throughput-interactivity plane.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ParetoPoint {
+    pub label: &'static str,
+    pub tokens_per_s_per_user: f64,
+    /// On the measurement's own metric: output tokens per GPU for the seeds, input + output
+    /// (prefill GPUs included) for InferenceX.
+    pub tokens_per_s_per_gpu: f64,
+}
+
+/// The measurements of `system` serving `model` in `phase` that the Pareto chart marks.
+pub fn pareto_points(system: &str, model: &str, phase: super::scenario::Phase) -> Vec<ParetoPoint> {
+    use super::scenario::Phase;
+    if model != "deepseek-r1" {
+        return Vec::new();
+    }
+    match (system, phase) {
+        ("gb200-nvl72", Phase::Decode) => vec![
+            ParetoPoint {
+                label: "seed, before (TensorRT-LLM, July 2025)",
+                tokens_per_s_per_user: SEED_BEFORE.0,
+                tokens_per_s_per_gpu: SEED_BEFORE.1,
+            },
+            ParetoPoint {
+                label: "seed, after fused AllToAll, copy/concat, PDL (Aug 2025)",
+                tokens_per_s_per_user: SEED_AFTER.0,
+                tokens_per_s_per_gpu: SEED_AFTER.1,
+            },
+        ],
+        ("gb200-nvl72", Phase::Serve) => INFERENCEX_ROWS
+            .iter()
+            .filter(|r| r.system == system)
+            .map(|r| ParetoPoint {
+                label: "InferenceX GB200, Dynamo TRT-LLM + MTP (May 2026)",
+                tokens_per_s_per_user: r.tok_s_user,
+                tokens_per_s_per_gpu: r.tok_s_gpu,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The calibration set.
 pub fn points() -> Vec<Point> {
     let mut v = seeds_and_pdl();
@@ -177,7 +224,7 @@ fn seeds_and_pdl() -> Vec<Point> {
             metric: "tokens/s per user at 12.35 sequences per GPU, before",
             read: user,
             gain_over: None,
-            measured: 77.0,
+            measured: SEED_BEFORE.0,
         },
         Point {
             id: "nvl72-dsr1-before-tok-s-gpu",
@@ -188,7 +235,7 @@ fn seeds_and_pdl() -> Vec<Point> {
             metric: "output tokens/s per GPU, before",
             read: out_per_gpu,
             gain_over: None,
-            measured: 951.0,
+            measured: SEED_BEFORE.1,
         },
         Point {
             id: "nvl72-dsr1-after-tok-s-user",
@@ -199,7 +246,7 @@ fn seeds_and_pdl() -> Vec<Point> {
             metric: "tokens/s per user at 13.31 sequences per GPU, after",
             read: user,
             gain_over: None,
-            measured: 83.0,
+            measured: SEED_AFTER.0,
         },
         Point {
             id: "nvl72-dsr1-after-tok-s-gpu",
@@ -210,7 +257,7 @@ fn seeds_and_pdl() -> Vec<Point> {
             metric: "output tokens/s per GPU, after",
             read: out_per_gpu,
             gain_over: None,
-            measured: 1105.0,
+            measured: SEED_AFTER.1,
         },
         Point {
             id: "mla-copy-concat-before",
@@ -716,6 +763,30 @@ fn nelder_mead(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pareto_points_are_the_calibration_and_validation_figures() {
+        use crate::rack::scenario::Phase;
+        let fitted: Vec<f64> = points()
+            .iter()
+            .filter(|p| p.seed)
+            .map(|p| p.measured)
+            .collect();
+        let seed = pareto_points("gb200-nvl72", "deepseek-r1", Phase::Decode);
+        assert_eq!(seed.len(), 2);
+        for p in &seed {
+            assert!(fitted.contains(&p.tokens_per_s_per_user), "{p:?}");
+            assert!(fitted.contains(&p.tokens_per_s_per_gpu), "{p:?}");
+        }
+        let checked: Vec<f64> = validation().iter().map(|p| p.measured).collect();
+        let serve = pareto_points("gb200-nvl72", "deepseek-r1", Phase::Serve);
+        assert_eq!(serve.len(), 5);
+        for p in &serve {
+            assert!(checked.contains(&p.tokens_per_s_per_user), "{p:?}");
+            assert!(checked.contains(&p.tokens_per_s_per_gpu), "{p:?}");
+        }
+        assert!(pareto_points("gb200-nvl72", "llama4-maverick", Phase::Decode).is_empty());
+    }
 
     /// The committed fit reproduces every calibration point within its bound.
     #[test]

@@ -11,6 +11,13 @@ use super::params::Params;
 use super::precision::Precision;
 use super::scenario::{Optimization as O, Scenario, SpecMethod};
 
+/// Query heads one decode attention CTA of absorbed MLA covers (FlashMLA's tile: 64 heads of a
+/// sequence share one pass over its latent cache).
+const MLA_HEADS_PER_CTA: f64 = 64.0;
+/// Context positions per split of split-K (flash-decoding) attention: one CTA per chunk.
+const SPLIT_K_POSITIONS: f64 = 256.0;
+/// Query tokens per prefill attention CTA (a FlashAttention tile of 128 rows).
+const PREFILL_TOKENS_PER_CTA: f64 = 128.0;
 /// Where a step's time goes, µs. `overlap_us` is negative: communication hidden under compute.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Breakdown {
@@ -259,9 +266,9 @@ impl<'a> Tally<'a> {
                     self.gemm(tokens, n, kv * heads as f64, tpf, weights);
                     let flops = tokens * h * shape.context * 2.0 * (kv + r + kv);
                     let bytes = seqs * shape.context * (kv + r) * kv_b;
-                    let mut ctas = seqs * (h / 64.0).ceil();
+                    let mut ctas = seqs * (h / MLA_HEADS_PER_CTA).ceil();
                     if split_k {
-                        ctas *= (shape.context / 256.0).ceil().max(1.0);
+                        ctas *= (shape.context / SPLIT_K_POSITIONS).ceil().max(1.0);
                     }
                     let roof = Roofline::new(
                         flops,
@@ -302,9 +309,9 @@ impl<'a> Tally<'a> {
                 };
                 let mut ctas = seqs * kvh;
                 if prefill {
-                    ctas *= (shape.tokens / 128.0).ceil();
+                    ctas *= (shape.tokens / PREFILL_TOKENS_PER_CTA).ceil();
                 } else if split_k {
-                    ctas *= (shape.context / 256.0).ceil().max(1.0);
+                    ctas *= (shape.context / SPLIT_K_POSITIONS).ceil().max(1.0);
                 }
                 let roof = Roofline::new(
                     flops,

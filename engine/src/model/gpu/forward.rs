@@ -3,6 +3,7 @@
 //! either way (the tests compare every switch with the reference).
 
 use crate::gpu::{read_back_many, GpuContext};
+use crate::kernels::copy_rows::CopyRowsParams;
 use crate::kernels::gemv::{GemvLayout, GemvShape};
 use crate::kernels::{
     add, add_rms_norm, copy_rows, embed, fp8_round_trip, gate_up_swiglu, gather_rows, gemv,
@@ -16,6 +17,16 @@ use super::super::reference::{check_input, ForwardOutput, Routing};
 use super::super::{GateFunction, ModelError, MoeConfig};
 use super::executor::Executor;
 use super::{GpuFeedForward, GpuFfn, GpuLayer, GpuModel, GpuMoe, RouteBuffers, Scratch, StepTrace};
+
+/// Where the vectors RoPE rotates sit in each token's row: `count` of them, the first at
+/// `offset`, `vec_stride` apart, in rows `row_stride` wide (all in floats).
+#[derive(Clone, Copy)]
+struct RopeVectors {
+    count: u32,
+    row_stride: u32,
+    offset: u32,
+    vec_stride: u32,
+}
 
 impl GpuModel {
     /// The forward pass over `tokens` after the cached positions: logits for every token, the
@@ -190,38 +201,24 @@ impl Step<'_> {
         op: &str,
         src: &wgpu::Buffer,
         dst: &wgpu::Buffer,
-        [rows, width, src_base, src_stride, dst_base, dst_stride]: [u32; 6],
+        p: CopyRowsParams,
     ) -> Result<(), ModelError> {
         let ctx = self.ctx;
-        let p = copy_rows::CopyRowsParams {
-            rows,
-            width,
-            src_base,
-            src_stride,
-            dst_base,
-            dst_stride,
-            _pad: [0; 2],
-        };
         self.e.run("copy_rows", op, |pass| {
             copy_rows::dispatch(ctx, pass, src, dst, p)
         })
     }
 
     /// RoPE in place on `count` vectors per token row.
-    fn rope(
-        &mut self,
-        op: &str,
-        x: &wgpu::Buffer,
-        [count, row_stride, offset, vec_stride]: [u32; 4],
-    ) -> Result<(), ModelError> {
+    fn rope(&mut self, op: &str, x: &wgpu::Buffer, v: RopeVectors) -> Result<(), ModelError> {
         let (ctx, cos_sin) = (self.ctx, self.cos_sin);
         let p = rope::RopeParams {
             tokens: self.t,
-            count,
+            count: v.count,
             dim: self.c.qk_rope_head_dim as u32,
-            row_stride,
-            offset,
-            vec_stride,
+            row_stride: v.row_stride,
+            offset: v.offset,
+            vec_stride: v.vec_stride,
             pos0: self.pos0,
             _pad: 0,
         };
@@ -270,7 +267,7 @@ impl Step<'_> {
                     "attn.copy q",
                     &s.q_proj,
                     &s.q_cat,
-                    [t, q_row, 0, q_row, 0, q_row],
+                    CopyRowsParams::contiguous(t, q_row),
                 )?;
             }
         } else {
@@ -283,19 +280,40 @@ impl Step<'_> {
                 &s.q_proj
             };
             self.linear("attn.w_q_cat", &l.w_q_cat, &s.cq, out, q_row, qr, f)?;
-            self.rope("attn.q_rope", out, [heads, q_row, kvr, row])?;
+            self.rope(
+                "attn.q_rope",
+                out,
+                RopeVectors {
+                    count: heads,
+                    row_stride: q_row,
+                    offset: kvr,
+                    vec_stride: row,
+                },
+            )?;
             if !o.fuse_mla_copy_concat {
                 self.copy(
                     "attn.concat q_latent",
                     &s.q_proj,
                     &s.q_cat,
-                    [t * heads, kvr, 0, row, 0, row],
+                    CopyRowsParams {
+                        src_base: 0,
+                        src_stride: row,
+                        dst_base: 0,
+                        dst_stride: row,
+                        ..CopyRowsParams::contiguous(t * heads, kvr)
+                    },
                 )?;
                 self.copy(
                     "attn.concat q_rope",
                     &s.q_proj,
                     &s.q_cat,
-                    [t * heads, rope_d, kvr, row, kvr, row],
+                    CopyRowsParams {
+                        src_base: kvr,
+                        src_stride: row,
+                        dst_base: kvr,
+                        dst_stride: row,
+                        ..CopyRowsParams::contiguous(t * heads, rope_d)
+                    },
                 )?;
             }
         }
@@ -305,7 +323,16 @@ impl Step<'_> {
             self.qkv_rope_scale("attn.kv", &l.wkv_a, &s.h, &s.kv, row, d, 1.0)?;
         } else {
             self.linear("attn.wkv_a", &l.wkv_a, &s.h, &s.kv, row, d, f)?;
-            self.rope("attn.k_rope", &s.kv, [1, row, kvr, 0])?;
+            self.rope(
+                "attn.k_rope",
+                &s.kv,
+                RopeVectors {
+                    count: 1,
+                    row_stride: row,
+                    offset: kvr,
+                    vec_stride: 0,
+                },
+            )?;
         }
         if o.fuse_mla_copy_concat {
             let p = rms_norm::RmsNormParams {
@@ -330,13 +357,25 @@ impl Step<'_> {
                 "attn.cache c_kv",
                 &s.c_kv,
                 &l.cache,
-                [t, kvr, 0, kvr, pos0 * row, row],
+                CopyRowsParams {
+                    src_base: 0,
+                    src_stride: kvr,
+                    dst_base: pos0 * row,
+                    dst_stride: row,
+                    ..CopyRowsParams::contiguous(t, kvr)
+                },
             )?;
             self.copy(
                 "attn.cache k_rope",
                 &s.kv,
                 &l.cache,
-                [t, rope_d, kvr, row, pos0 * row + kvr, row],
+                CopyRowsParams {
+                    src_base: kvr,
+                    src_stride: row,
+                    dst_base: pos0 * row + kvr,
+                    dst_stride: row,
+                    ..CopyRowsParams::contiguous(t, rope_d)
+                },
             )?;
         }
 
@@ -561,7 +600,7 @@ impl Step<'_> {
                         "moe.gate copy",
                         &s.router_logits,
                         &route.scores,
-                        [1, t * n_e, 0, 0, 0, 0],
+                        CopyRowsParams::contiguous(1, t * n_e),
                     )?;
                     self.e.run("softmax", "moe.gate", |pass| {
                         softmax::dispatch(
