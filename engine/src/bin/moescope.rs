@@ -36,36 +36,7 @@ enum Command {
     /// Print the GPU adapter MoEscope would use, as JSON.
     Adapter,
     /// Benchmarks on this machine's GPU (times are measured, never asserted).
-    Bench {
-        /// Which suite to run.
-        #[arg(default_value = "decode")]
-        suite: Suite,
-        /// decode: tokens of context before the timed steps.
-        #[arg(long, default_value_t = 64)]
-        prompt_tokens: usize,
-        /// decode: timed steps per variant per round.
-        #[arg(long, default_value_t = 16)]
-        steps: usize,
-        /// decode: rounds (the variants take turns in each).
-        #[arg(long, default_value_t = 3)]
-        rounds: usize,
-        /// Size of each benchmark buffer in MiB.
-        #[arg(long, default_value_t = 256)]
-        mib: u64,
-        /// Timed dispatches per kernel.
-        #[arg(long, default_value_t = 20)]
-        iterations: u32,
-        /// kernels: the weight formats to measure, comma-separated (default: every one).
-        #[arg(long, value_delimiter = ',', value_parser = parse_format)]
-        formats: Vec<Format>,
-        /// kernels: the kernel the formats stream through: auto (what the model runs), tile
-        /// (gemv.wgsl) or wide (gemv_wide.wgsl, FP4 only).
-        #[arg(long, default_value = "auto", value_parser = parse_gemv_variant)]
-        variant: GemvVariant,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    Bench(BenchArgs),
     /// Generate text with deepseek-mini (greedy unless a temperature is given).
     Generate(GenerateArgs),
     /// A lesson computed from the model: `accumulation` sums the same FP8 dot products in f16,
@@ -253,171 +224,21 @@ fn run(cli: Cli) -> Result<(), String> {
             let ctx = gpu_context()?;
             println!("{}", to_json(&ctx.adapter)?);
         }
-        Command::Bench {
-            suite: Suite::Decode,
-            prompt_tokens,
-            steps,
-            rounds,
-            json,
-            ..
-        } => {
-            let ctx = gpu_context()?;
-            let options = decode_options(prompt_tokens, steps, rounds);
-            let report =
-                pollster::block_on(bench::decode::run(&ctx, options)).map_err(|e| e.to_string())?;
-            if json {
-                println!("{}", to_json(&report)?);
-            } else {
-                print_decode(&report);
-            }
-        }
-        Command::Bench {
-            suite: Suite::Kernels,
-            mib,
-            iterations,
-            formats,
-            variant,
-            json,
-            ..
-        } => {
-            let ctx = gpu_context()?;
-            let formats = if formats.is_empty() {
-                Format::ALL.to_vec()
-            } else {
-                formats
-            };
-            let report =
-                pollster::block_on(bench::bandwidth(&ctx, mib, iterations, &formats, variant))
-                    .map_err(|e| e.to_string())?;
-            if json {
-                println!("{}", to_json(&report)?);
-            } else {
-                print_bandwidth(&report);
-            }
-            let all = report
-                .gemv
-                .iter()
-                .chain(report.formats.iter().map(|f| &f.best));
-            if let Some(bad) = all.into_iter().find(|g| !g.passed) {
-                let what = format!(
-                    "gemv ({}, lanes {}) against the reference",
-                    bad.format.name(),
-                    bad.lanes
-                );
-                return Err(bad.comparison.describe(&what));
-            }
-        }
-        Command::Bench {
-            suite: Suite::Rack,
-            iterations,
-            json,
-            ..
-        } => {
-            let mut scenarios = Vec::new();
-            let mut paths: Vec<_> = std::fs::read_dir("scenarios")
-                .map_err(|e| format!("scenarios/: {e} (run from the repository root)"))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "toml" || x == "json"))
-                .collect();
-            paths.sort();
-            for path in paths {
-                let name = path.to_string_lossy().into_owned();
-                scenarios.push((name.clone(), load_scenario(&name)?));
-            }
-            let timing = bench::rack(&scenarios, iterations).map_err(|e| e.to_string())?;
-            if json {
-                println!("{}", to_json(&timing)?);
-            } else {
-                println!("{:<55} {:>10} {:>12}", "scenario", "eval µs", "sweep64 µs");
-                for t in &timing {
-                    println!(
-                        "{:<55} {:>10.1} {:>12.1}",
-                        t.scenario, t.eval_us, t.sweep64_us
-                    );
-                }
-            }
-        }
-        Command::Bench {
-            suite: Suite::Formats,
-            prompt_tokens,
-            steps,
-            rounds,
-            json,
-            ..
-        } => {
-            let ctx = gpu_context()?;
-            let options = decode_options(prompt_tokens, steps, rounds);
-            let report = pollster::block_on(bench::formats::run(&ctx, options))
-                .map_err(|e| e.to_string())?;
-            if json {
-                println!("{}", to_json(&report)?);
-            } else {
-                print_formats(&report);
-            }
-        }
+        Command::Bench(args) => run_bench(args)?,
         Command::Generate(args) => run_generate(args)?,
         Command::Lesson {
             lesson: LessonArg::Accumulation,
             seed,
             weights,
             json,
-        } => {
-            let weights = load_weights(weights.as_deref(), seed)?;
-            let lesson = accumulation::run(&weights, &[256, 1024, 4096, 16384], 64)
-                .map_err(|e| e.to_string())?;
-            if json {
-                println!("{}", to_json(&lesson)?);
-            } else {
-                println!("activations: {}", lesson.activations);
-                println!("error |sum - exact| / sum|products|: mean (max); [median of |sum - exact| / |exact|]");
-                print!("{:>7} {:>6}", "K", "dots");
-                for a in accumulation::Accumulator::ALL {
-                    print!(" {:>34}", a.name());
-                }
-                println!();
-                for row in &lesson.rows {
-                    print!("{:>7} {:>6}", row.k, row.dot_products);
-                    for e in &row.errors {
-                        print!(
-                            " {:>34}",
-                            format!(
-                                "{:.1e} ({:.1e}) [{:.1e}]",
-                                e.mean_relative_error,
-                                e.max_relative_error,
-                                e.median_error_relative_to_result
-                            )
-                        );
-                    }
-                    println!();
-                }
-            }
-        }
+        } => run_lesson(seed, weights, json)?,
         Command::Accuracy {
             format,
             dispatch,
             seed,
             weights,
             json,
-        } => {
-            let weights = load_weights(weights.as_deref(), seed)?;
-            let ctx = gpu_context()?;
-            let fp8 = dispatch == DispatchArg::Fp8;
-            let a = pollster::block_on(accuracy::measure(&ctx, &weights, format, fp8))
-                .map_err(|e| e.to_string())?;
-            print_result(json, &a, |a| {
-                format!(
-                    "{}{}: top-1 agreement {:.4}, KL {:.3e} nats, max logit error {:.3e}, {:.4} bytes/parameter, model {:.2} MB ({} positions)",
-                    a.format.name(),
-                    if a.dispatch_fp8 { " + FP8 dispatch" } else { "" },
-                    a.top1_agreement,
-                    a.kl_divergence,
-                    a.max_logit_error,
-                    a.bytes_per_parameter,
-                    a.model_bytes as f64 / 1e6,
-                    a.positions
-                )
-            })?;
-        }
+        } => run_accuracy(format, dispatch, seed, weights, json)?,
         Command::Perplexity {
             format,
             dispatch,
@@ -462,6 +283,177 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
         )?,
         Command::Rack { command } => run_rack(command)?,
+    }
+    Ok(())
+}
+
+/// `moescope lesson accumulation`: the same FP8 dot products summed three ways.
+fn run_lesson(seed: u64, weights: Option<std::path::PathBuf>, json: bool) -> Result<(), String> {
+    let weights = load_weights(weights.as_deref(), seed)?;
+    let lesson =
+        accumulation::run(&weights, &[256, 1024, 4096, 16384], 64).map_err(|e| e.to_string())?;
+    if json {
+        println!("{}", to_json(&lesson)?);
+    } else {
+        println!("activations: {}", lesson.activations);
+        println!(
+            "error |sum - exact| / sum|products|: mean (max); [median of |sum - exact| / |exact|]"
+        );
+        print!("{:>7} {:>6}", "K", "dots");
+        for a in accumulation::Accumulator::ALL {
+            print!(" {:>34}", a.name());
+        }
+        println!();
+        for row in &lesson.rows {
+            print!("{:>7} {:>6}", row.k, row.dot_products);
+            for e in &row.errors {
+                print!(
+                    " {:>34}",
+                    format!(
+                        "{:.1e} ({:.1e}) [{:.1e}]",
+                        e.mean_relative_error,
+                        e.max_relative_error,
+                        e.median_error_relative_to_result
+                    )
+                );
+            }
+            println!();
+        }
+    }
+    Ok(())
+}
+
+/// `moescope accuracy`: a weight format against f32 on the fixed prompts.
+fn run_accuracy(
+    format: Format,
+    dispatch: DispatchArg,
+    seed: u64,
+    weights: Option<std::path::PathBuf>,
+    json: bool,
+) -> Result<(), String> {
+    let weights = load_weights(weights.as_deref(), seed)?;
+    let ctx = gpu_context()?;
+    let fp8 = dispatch == DispatchArg::Fp8;
+    let a = pollster::block_on(accuracy::measure(&ctx, &weights, format, fp8))
+        .map_err(|e| e.to_string())?;
+    print_result(json, &a, |a| {
+        format!(
+            "{}{}: top-1 agreement {:.4}, KL {:.3e} nats, max logit error {:.3e}, {:.4} bytes/parameter, model {:.2} MB ({} positions)",
+            a.format.name(),
+            if a.dispatch_fp8 { " + FP8 dispatch" } else { "" },
+            a.top1_agreement,
+            a.kl_divergence,
+            a.max_logit_error,
+            a.bytes_per_parameter,
+            a.model_bytes as f64 / 1e6,
+            a.positions
+        )
+    })?;
+    Ok(())
+}
+
+/// `moescope bench SUITE`: runs the suite and prints its report.
+fn run_bench(args: BenchArgs) -> Result<(), String> {
+    let BenchArgs {
+        suite,
+        prompt_tokens,
+        steps,
+        rounds,
+        mib,
+        iterations,
+        formats,
+        variant,
+        json,
+    } = args;
+    match suite {
+        Suite::Decode => {
+            let ctx = gpu_context()?;
+            let options = decode_options(prompt_tokens, steps, rounds);
+            let report =
+                pollster::block_on(bench::decode::run(&ctx, options)).map_err(|e| e.to_string())?;
+            if json {
+                println!("{}", to_json(&report)?);
+            } else {
+                print_decode(&report);
+            }
+        }
+        Suite::Kernels => bench_kernels(mib, iterations, formats, variant, json)?,
+        Suite::Rack => bench_rack(iterations, json)?,
+        Suite::Formats => {
+            let ctx = gpu_context()?;
+            let options = decode_options(prompt_tokens, steps, rounds);
+            let report = pollster::block_on(bench::formats::run(&ctx, options))
+                .map_err(|e| e.to_string())?;
+            if json {
+                println!("{}", to_json(&report)?);
+            } else {
+                print_formats(&report);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `moescope bench kernels`: the gemv of each format against the copy, every result checked.
+fn bench_kernels(
+    mib: u64,
+    iterations: u32,
+    formats: Vec<Format>,
+    variant: GemvVariant,
+    json: bool,
+) -> Result<(), String> {
+    let ctx = gpu_context()?;
+    let formats = if formats.is_empty() {
+        Format::ALL.to_vec()
+    } else {
+        formats
+    };
+    let report = pollster::block_on(bench::bandwidth(&ctx, mib, iterations, &formats, variant))
+        .map_err(|e| e.to_string())?;
+    if json {
+        println!("{}", to_json(&report)?);
+    } else {
+        print_bandwidth(&report);
+    }
+    let all = report
+        .gemv
+        .iter()
+        .chain(report.formats.iter().map(|f| &f.best));
+    if let Some(bad) = all.into_iter().find(|g| !g.passed) {
+        let what = format!(
+            "gemv ({}, lanes {}) against the reference",
+            bad.format.name(),
+            bad.lanes
+        );
+        return Err(bad.comparison.describe(&what));
+    }
+    Ok(())
+}
+
+/// `moescope bench rack`: how long the rack model takes on every committed scenario.
+fn bench_rack(iterations: u32, json: bool) -> Result<(), String> {
+    let mut scenarios = Vec::new();
+    let mut paths: Vec<_> = std::fs::read_dir("scenarios")
+        .map_err(|e| format!("scenarios/: {e} (run from the repository root)"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml" || x == "json"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let name = path.to_string_lossy().into_owned();
+        scenarios.push((name.clone(), load_scenario(&name)?));
+    }
+    let timing = bench::rack(&scenarios, iterations).map_err(|e| e.to_string())?;
+    if json {
+        println!("{}", to_json(&timing)?);
+    } else {
+        println!("{:<55} {:>10} {:>12}", "scenario", "eval µs", "sweep64 µs");
+        for t in &timing {
+            println!(
+                "{:<55} {:>10.1} {:>12.1}",
+                t.scenario, t.eval_us, t.sweep64_us
+            );
+        }
     }
     Ok(())
 }
@@ -559,6 +551,39 @@ fn run_experts(
         );
     }
     Ok(())
+}
+
+/// `moescope bench`: which suite, and the settings of each.
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Which suite to run.
+    #[arg(default_value = "decode")]
+    suite: Suite,
+    /// decode: tokens of context before the timed steps.
+    #[arg(long, default_value_t = 64)]
+    prompt_tokens: usize,
+    /// decode: timed steps per variant per round.
+    #[arg(long, default_value_t = 16)]
+    steps: usize,
+    /// decode: rounds (the variants take turns in each).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Size of each benchmark buffer in MiB.
+    #[arg(long, default_value_t = 256)]
+    mib: u64,
+    /// Timed dispatches per kernel.
+    #[arg(long, default_value_t = 20)]
+    iterations: u32,
+    /// kernels: the weight formats to measure, comma-separated (default: every one).
+    #[arg(long, value_delimiter = ',', value_parser = parse_format)]
+    formats: Vec<Format>,
+    /// kernels: the kernel the formats stream through: auto (what the model runs), tile
+    /// (gemv.wgsl) or wide (gemv_wide.wgsl, FP4 only).
+    #[arg(long, default_value = "auto", value_parser = parse_gemv_variant)]
+    variant: GemvVariant,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]

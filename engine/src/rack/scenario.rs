@@ -250,6 +250,277 @@ fn invalid(field: &'static str, message: impl Into<String>) -> RackError {
     }
 }
 
+/// The parallel layout of one model instance: GPUs, tensor, expert, data and pipeline ways.
+#[derive(Clone, Copy)]
+struct Parallelism {
+    gpus: u32,
+    tp: u32,
+    ep: u32,
+    dp: u32,
+    pp: u32,
+}
+
+/// The prefill and decode pools of disaggregated serving, if the file gives them.
+fn resolve_pools(f: &ScenarioFile, model: &ModelSpec) -> Result<Option<Pools>, RackError> {
+    let pools = match (f.prefill_gpus, f.decode_gpus) {
+        (Some(p), Some(d)) => {
+            if f.phase != Phase::Serve {
+                return Err(invalid(
+                    "prefill_gpus",
+                    "prefill and decode pools are for phase = \"serve\"",
+                ));
+            }
+            Some(Pools {
+                prefill_gpus: positive("prefill_gpus", p)?,
+                prefill_tp: positive("prefill_tp", f.prefill_tp.unwrap_or(p.min(8)))?,
+                decode_gpus: positive("decode_gpus", d)?,
+            })
+        }
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(invalid(
+                "decode_gpus",
+                "disaggregated serving needs both pools",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(invalid(
+                "prefill_gpus",
+                "disaggregated serving needs both pools",
+            ))
+        }
+    };
+    if let Some(p) = pools {
+        if p.prefill_gpus % p.prefill_tp != 0 {
+            return Err(invalid("prefill_tp", "must divide prefill_gpus"));
+        }
+        if model.heads() % p.prefill_tp != 0 {
+            return Err(invalid(
+                "prefill_tp",
+                format!("must divide the {} attention heads", model.heads()),
+            ));
+        }
+    }
+
+    Ok(pools)
+}
+
+/// GPUs per instance and the TP/EP/DP/PP split, defaults filled in, every constraint checked.
+fn resolve_parallelism(
+    f: &ScenarioFile,
+    system: &System,
+    model: &ModelSpec,
+    pools: Option<Pools>,
+) -> Result<Parallelism, RackError> {
+    let moe = model.moe.is_some();
+    // A disaggregated decode pool is made of instances of `ep` GPUs.
+    let gpus = positive(
+        "gpus",
+        match (pools, f.gpus) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "gpus",
+                    "give either gpus (aggregated) or prefill_gpus + decode_gpus",
+                ))
+            }
+            (Some(p), None) => f.ep.unwrap_or(p.decode_gpus),
+            (None, g) => g.unwrap_or(system.gpus),
+        },
+    )?;
+    if let Some(p) = pools {
+        if p.decode_gpus % gpus != 0 {
+            return Err(invalid("ep", "must divide decode_gpus"));
+        }
+    }
+    let pp = positive("pp", f.pp.unwrap_or(1))?;
+    // TP stays within a box of 8 even on NVL72; attention_dp then replaces it for attention.
+    let mut default_tp = (gpus / pp).min(system.nvlink_domain).clamp(1, 8);
+    while default_tp > 1 && (model.heads() % default_tp != 0 || gpus % (default_tp * pp) != 0) {
+        default_tp -= 1;
+    }
+    let tp = positive("tp", f.tp.unwrap_or(default_tp))?;
+    let ep = positive("ep", f.ep.unwrap_or(if moe { gpus / pp } else { 1 }))?;
+    check_split(gpus, (tp, ep, pp), model)?;
+    let dp = positive("dp", f.dp.unwrap_or(gpus / (tp * pp)))?;
+    if dp * tp * pp != gpus {
+        return Err(invalid(
+            "dp",
+            format!("dp x tp x pp = {} must equal gpus = {gpus}", dp * tp * pp),
+        ));
+    }
+    Ok(Parallelism {
+        gpus,
+        tp,
+        ep,
+        dp,
+        pp,
+    })
+}
+
+/// EP, TP and PP fit the instance's GPUs and the model's experts, heads and layers.
+fn check_split(
+    gpus: u32,
+    (tp, ep, pp): (u32, u32, u32),
+    model: &ModelSpec,
+) -> Result<(), RackError> {
+    let moe = model.moe.is_some();
+    if ep > gpus {
+        return Err(invalid(
+            "ep",
+            format!("ep = {ep} is larger than gpus = {gpus}"),
+        ));
+    }
+    if gpus % ep != 0 {
+        return Err(invalid(
+            "ep",
+            format!("ep = {ep} must divide gpus = {gpus}"),
+        ));
+    }
+    if !moe && ep > 1 {
+        return Err(invalid(
+            "ep",
+            format!("{} has no experts: ep must be 1", model.name),
+        ));
+    }
+    if tp * pp > gpus || gpus % (tp * pp) != 0 {
+        return Err(invalid(
+            "tp",
+            format!("tp x pp = {} must divide gpus = {gpus}", tp * pp),
+        ));
+    }
+    if model.heads() % tp != 0 {
+        return Err(invalid(
+            "tp",
+            format!(
+                "tp = {tp} must divide the {} attention heads",
+                model.heads()
+            ),
+        ));
+    }
+    if model.layers % pp != 0 {
+        return Err(invalid(
+            "pp",
+            format!("pp must divide the {} layers", model.layers),
+        ));
+    }
+    Ok(())
+}
+
+/// Exactly one load (batch per GPU, concurrency or a target speed), positive and finite.
+fn resolve_load(f: &ScenarioFile) -> Result<Load, RackError> {
+    let loads = [
+        f.batch_per_gpu.map(Load::BatchPerGpu),
+        f.concurrency.map(Load::Concurrency),
+        f.target_tokens_per_s_per_user
+            .map(Load::TargetTokensPerSPerUser),
+    ];
+    let given: Vec<Load> = loads.into_iter().flatten().collect();
+    let load = match (f.phase, given.as_slice()) {
+        (_, [l]) => *l,
+        (Phase::Train | Phase::Prefill, []) => Load::BatchPerGpu(1.0),
+        (_, []) => {
+            return Err(invalid(
+                "batch_per_gpu",
+                "give exactly one of batch_per_gpu, concurrency, target_tokens_per_s_per_user",
+            ))
+        }
+        _ => {
+            return Err(invalid(
+                "batch_per_gpu",
+                "give only one of batch_per_gpu, concurrency, target_tokens_per_s_per_user",
+            ))
+        }
+    };
+    let (value, field) = match load {
+        Load::BatchPerGpu(v) => (v, "batch_per_gpu"),
+        Load::Concurrency(v) => (v, "concurrency"),
+        Load::TargetTokensPerSPerUser(v) => (v, "target_tokens_per_s_per_user"),
+    };
+    if !(value.is_finite() && value > 0.0) {
+        return Err(invalid(field, "must be a positive number"));
+    }
+
+    Ok(load)
+}
+
+/// Speculative decoding's settings, for a model and phase that can run them.
+fn check_speculative(f: &ScenarioFile, model: &ModelSpec) -> Result<(), RackError> {
+    if let Some(s) = f.speculative {
+        if !(1..=8).contains(&s.draft_tokens) {
+            return Err(invalid("speculative.draft_tokens", "must be 1 to 8"));
+        }
+        if s.method == SpecMethod::Mtp && model.mtp_modules == 0 {
+            return Err(invalid(
+                "speculative.method",
+                format!("{} has no MTP module; use \"eagle3\"", model.name),
+            ));
+        }
+        if let Some(a) = s.acceptance_length {
+            if !(a >= 1.0 && a <= s.draft_tokens as f64 + 1.0) {
+                return Err(invalid(
+                    "speculative.acceptance_length",
+                    "must lie between 1 and draft_tokens + 1",
+                ));
+            }
+        }
+        if f.phase == Phase::Train || f.phase == Phase::Prefill {
+            return Err(invalid("speculative", "applies to decode and serve only"));
+        }
+    }
+
+    Ok(())
+}
+
+/// SMs reserved for communication: fewer than the GPU has.
+fn resolve_comm_sms(f: &ScenarioFile, system: &System) -> Result<u32, RackError> {
+    let comm_sms = f.comm_sms.unwrap_or(0);
+    if comm_sms >= system.gpu.sms {
+        return Err(invalid(
+            "comm_sms",
+            format!(
+                "must be below the {} SMs of a {}",
+                system.gpu.sms, system.gpu.name
+            ),
+        ));
+    }
+    Ok(comm_sms)
+}
+
+/// The training run's batch, sequence length, recomputation and virtual pipeline.
+fn resolve_training(f: &ScenarioFile) -> Result<Training, RackError> {
+    let seq_len = positive("seq_len", f.seq_len.unwrap_or(2048))?;
+    let training = Training {
+        global_batch_tokens: f.global_batch_tokens.unwrap_or(seq_len as f64 * 1024.0),
+        seq_len,
+        recompute: f.recompute.unwrap_or(Recompute::Selective),
+        virtual_pipeline: positive("virtual_pipeline", f.virtual_pipeline.unwrap_or(1))?,
+    };
+    if !(training.global_batch_tokens.is_finite() && training.global_batch_tokens > 0.0) {
+        return Err(invalid("global_batch_tokens", "must be a positive number"));
+    }
+
+    Ok(training)
+}
+
+/// The weights of one GPU fit its HBM.
+fn check_fits(s: &Scenario) -> Result<(), RackError> {
+    let need = s.weight_bytes_per_gpu();
+    let have = s.system.gpu.hbm_gb * 1e9;
+    if need > have {
+        return Err(invalid(
+            "gpus",
+            format!(
+                "{} does not fit: {:.0} GB of weights per GPU, {} has {:.0} GB of HBM",
+                s.model.name,
+                need / 1e9,
+                s.system.gpu.name,
+                s.system.gpu.hbm_gb
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn positive(field: &'static str, v: u32) -> Result<u32, RackError> {
     if v == 0 {
         Err(invalid(field, "must be at least 1"))
@@ -270,197 +541,18 @@ impl Scenario {
             .optimizations
             .iter()
             .fold(Optimizations::none(), |s, &o| s.with(o));
-        let moe = model.moe.is_some();
-
-        let pools = match (f.prefill_gpus, f.decode_gpus) {
-            (Some(p), Some(d)) => {
-                if f.phase != Phase::Serve {
-                    return Err(invalid(
-                        "prefill_gpus",
-                        "prefill and decode pools are for phase = \"serve\"",
-                    ));
-                }
-                Some(Pools {
-                    prefill_gpus: positive("prefill_gpus", p)?,
-                    prefill_tp: positive("prefill_tp", f.prefill_tp.unwrap_or(p.min(8)))?,
-                    decode_gpus: positive("decode_gpus", d)?,
-                })
-            }
-            (None, None) => None,
-            (Some(_), None) => {
-                return Err(invalid(
-                    "decode_gpus",
-                    "disaggregated serving needs both pools",
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(invalid(
-                    "prefill_gpus",
-                    "disaggregated serving needs both pools",
-                ))
-            }
-        };
-        if let Some(p) = pools {
-            if p.prefill_gpus % p.prefill_tp != 0 {
-                return Err(invalid("prefill_tp", "must divide prefill_gpus"));
-            }
-            if model.heads() % p.prefill_tp != 0 {
-                return Err(invalid(
-                    "prefill_tp",
-                    format!("must divide the {} attention heads", model.heads()),
-                ));
-            }
-        }
-
-        // A disaggregated decode pool is made of instances of `ep` GPUs.
-        let gpus = positive(
-            "gpus",
-            match (pools, f.gpus) {
-                (Some(_), Some(_)) => {
-                    return Err(invalid(
-                        "gpus",
-                        "give either gpus (aggregated) or prefill_gpus + decode_gpus",
-                    ))
-                }
-                (Some(p), None) => f.ep.unwrap_or(p.decode_gpus),
-                (None, g) => g.unwrap_or(system.gpus),
-            },
-        )?;
-        if let Some(p) = pools {
-            if p.decode_gpus % gpus != 0 {
-                return Err(invalid("ep", "must divide decode_gpus"));
-            }
-        }
-        let pp = positive("pp", f.pp.unwrap_or(1))?;
-        // TP stays within a box of 8 even on NVL72; attention_dp then replaces it for attention.
-        let mut default_tp = (gpus / pp).min(system.nvlink_domain).clamp(1, 8);
-        while default_tp > 1 && (model.heads() % default_tp != 0 || gpus % (default_tp * pp) != 0) {
-            default_tp -= 1;
-        }
-        let tp = positive("tp", f.tp.unwrap_or(default_tp))?;
-        let ep = positive("ep", f.ep.unwrap_or(if moe { gpus / pp } else { 1 }))?;
-        if ep > gpus {
-            return Err(invalid(
-                "ep",
-                format!("ep = {ep} is larger than gpus = {gpus}"),
-            ));
-        }
-        if gpus % ep != 0 {
-            return Err(invalid(
-                "ep",
-                format!("ep = {ep} must divide gpus = {gpus}"),
-            ));
-        }
-        if !moe && ep > 1 {
-            return Err(invalid(
-                "ep",
-                format!("{} has no experts: ep must be 1", model.name),
-            ));
-        }
-        if tp * pp > gpus || gpus % (tp * pp) != 0 {
-            return Err(invalid(
-                "tp",
-                format!("tp x pp = {} must divide gpus = {gpus}", tp * pp),
-            ));
-        }
-        if model.heads() % tp != 0 {
-            return Err(invalid(
-                "tp",
-                format!(
-                    "tp = {tp} must divide the {} attention heads",
-                    model.heads()
-                ),
-            ));
-        }
-        if model.layers % pp != 0 {
-            return Err(invalid(
-                "pp",
-                format!("pp must divide the {} layers", model.layers),
-            ));
-        }
-        let dp = positive("dp", f.dp.unwrap_or(gpus / (tp * pp)))?;
-        if dp * tp * pp != gpus {
-            return Err(invalid(
-                "dp",
-                format!("dp x tp x pp = {} must equal gpus = {gpus}", dp * tp * pp),
-            ));
-        }
-
-        let loads = [
-            f.batch_per_gpu.map(Load::BatchPerGpu),
-            f.concurrency.map(Load::Concurrency),
-            f.target_tokens_per_s_per_user
-                .map(Load::TargetTokensPerSPerUser),
-        ];
-        let given: Vec<Load> = loads.into_iter().flatten().collect();
-        let load =
-            match (f.phase, given.as_slice()) {
-                (_, [l]) => *l,
-                (Phase::Train | Phase::Prefill, []) => Load::BatchPerGpu(1.0),
-                (_, []) => return Err(invalid(
-                    "batch_per_gpu",
-                    "give exactly one of batch_per_gpu, concurrency, target_tokens_per_s_per_user",
-                )),
-                _ => {
-                    return Err(invalid(
-                        "batch_per_gpu",
-                        "give only one of batch_per_gpu, concurrency, target_tokens_per_s_per_user",
-                    ))
-                }
-            };
-        let (value, field) = match load {
-            Load::BatchPerGpu(v) => (v, "batch_per_gpu"),
-            Load::Concurrency(v) => (v, "concurrency"),
-            Load::TargetTokensPerSPerUser(v) => (v, "target_tokens_per_s_per_user"),
-        };
-        if !(value.is_finite() && value > 0.0) {
-            return Err(invalid(field, "must be a positive number"));
-        }
-
-        if let Some(s) = f.speculative {
-            if !(1..=8).contains(&s.draft_tokens) {
-                return Err(invalid("speculative.draft_tokens", "must be 1 to 8"));
-            }
-            if s.method == SpecMethod::Mtp && model.mtp_modules == 0 {
-                return Err(invalid(
-                    "speculative.method",
-                    format!("{} has no MTP module; use \"eagle3\"", model.name),
-                ));
-            }
-            if let Some(a) = s.acceptance_length {
-                if !(a >= 1.0 && a <= s.draft_tokens as f64 + 1.0) {
-                    return Err(invalid(
-                        "speculative.acceptance_length",
-                        "must lie between 1 and draft_tokens + 1",
-                    ));
-                }
-            }
-            if f.phase == Phase::Train || f.phase == Phase::Prefill {
-                return Err(invalid("speculative", "applies to decode and serve only"));
-            }
-        }
-
-        let comm_sms = f.comm_sms.unwrap_or(0);
-        if comm_sms >= system.gpu.sms {
-            return Err(invalid(
-                "comm_sms",
-                format!(
-                    "must be below the {} SMs of a {}",
-                    system.gpu.sms, system.gpu.name
-                ),
-            ));
-        }
-        let seq_len = positive("seq_len", f.seq_len.unwrap_or(2048))?;
-        let training = Training {
-            global_batch_tokens: f.global_batch_tokens.unwrap_or(seq_len as f64 * 1024.0),
-            seq_len,
-            recompute: f.recompute.unwrap_or(Recompute::Selective),
-            virtual_pipeline: positive("virtual_pipeline", f.virtual_pipeline.unwrap_or(1))?,
-        };
-        if !(training.global_batch_tokens.is_finite() && training.global_batch_tokens > 0.0) {
-            return Err(invalid("global_batch_tokens", "must be a positive number"));
-        }
-
+        let pools = resolve_pools(&f, &model)?;
+        let Parallelism {
+            gpus,
+            tp,
+            ep,
+            dp,
+            pp,
+        } = resolve_parallelism(&f, &system, &model, pools)?;
+        let load = resolve_load(&f)?;
+        check_speculative(&f, &model)?;
+        let comm_sms = resolve_comm_sms(&f, &system)?;
+        let training = resolve_training(&f)?;
         let weights = f.weights.unwrap_or(Precision::Fp8);
         let s = Scenario {
             system,
@@ -485,20 +577,7 @@ impl Scenario {
             comm_sms,
             file: f,
         };
-        let need = s.weight_bytes_per_gpu();
-        let have = s.system.gpu.hbm_gb * 1e9;
-        if need > have {
-            return Err(invalid(
-                "gpus",
-                format!(
-                    "{} does not fit: {:.0} GB of weights per GPU, {} has {:.0} GB of HBM",
-                    s.model.name,
-                    need / 1e9,
-                    s.system.gpu.name,
-                    s.system.gpu.hbm_gb
-                ),
-            ));
-        }
+        check_fits(&s)?;
         Ok(s)
     }
 
