@@ -18,6 +18,34 @@ use super::super::{GateFunction, ModelError, MoeConfig};
 use super::executor::Executor;
 use super::{GpuFeedForward, GpuFfn, GpuLayer, GpuModel, GpuMoe, RouteBuffers, Scratch, StepTrace};
 
+/// The attention sizes of the config as the kernels take them: hidden, heads, the query and KV
+/// latent ranks, the RoPE width, a cache row `[latent | rope]` and a token's query row (all heads).
+#[derive(Clone, Copy)]
+struct MlaDims {
+    d: u32,
+    heads: u32,
+    qr: u32,
+    kvr: u32,
+    rope_d: u32,
+    row: u32,
+    q_row: u32,
+}
+
+impl MlaDims {
+    fn of(c: &MoeConfig) -> Self {
+        let (heads, row) = (c.heads as u32, c.cache_row() as u32);
+        MlaDims {
+            d: c.hidden as u32,
+            heads,
+            qr: c.q_lora_rank as u32,
+            kvr: c.kv_lora_rank as u32,
+            rope_d: c.qk_rope_head_dim as u32,
+            row,
+            q_row: heads * row,
+        }
+    }
+}
+
 /// Where the vectors RoPE rotates sit in each token's row: `count` of them, the first at
 /// `offset`, `vec_stride` apart, in rows `row_stride` wide (all in floats).
 #[derive(Clone, Copy)]
@@ -228,18 +256,35 @@ impl Step<'_> {
 
     /// Absorbed MLA: writes the attention block's output to `sub_out`.
     fn attention(&mut self, l: &GpuLayer) -> Result<(), ModelError> {
-        let (ctx, c, s, o, t, pos0) = (self.ctx, self.c, self.s, self.o, self.t, self.pos0);
-        let f = self.format;
-        let d = c.hidden as u32;
-        let heads = c.heads as u32;
-        let (qr, kvr, rope_d, row) = (
-            c.q_lora_rank as u32,
-            c.kv_lora_rank as u32,
-            c.qk_rope_head_dim as u32,
-            c.cache_row() as u32,
-        );
-        let q_row = heads * row;
+        self.attention_queries(l)?;
+        self.attention_keys(l)?;
+        self.attention_over_cache(l)?;
+        let (c, s) = (self.c, self.s);
+        let (d, heads, kvr) = (c.hidden as u32, c.heads as u32, c.kv_lora_rank as u32);
+        self.linear(
+            "attn.w_o_latent",
+            &l.w_o_latent,
+            &s.o_latent,
+            &s.sub_out,
+            d,
+            heads * kvr,
+            self.format,
+        )
+    }
 
+    /// The queries, `q_cat[t, h] = [q_latent | rope(q_rope)]`, scaled by 1/sqrt(d) when fused.
+    fn attention_queries(&mut self, l: &GpuLayer) -> Result<(), ModelError> {
+        let (ctx, c, s, o, t) = (self.ctx, self.c, self.s, self.o, self.t);
+        let f = self.format;
+        let MlaDims {
+            d,
+            heads,
+            qr,
+            kvr,
+            row,
+            q_row,
+            ..
+        } = MlaDims::of(c);
         self.linear("attn.wq_a", &l.wq_a, &s.h, &s.cq_raw, qr, d, f)?;
         let p = rms_norm::RmsNormParams::dense(t, qr, c.rms_eps);
         self.e.run("rms_norm", "attn.q_norm", |pass| {
@@ -291,33 +336,60 @@ impl Step<'_> {
                 },
             )?;
             if !o.fuse_mla_copy_concat {
-                self.copy(
-                    "attn.concat q_latent",
-                    &s.q_proj,
-                    &s.q_cat,
-                    CopyRowsParams {
-                        src_base: 0,
-                        src_stride: row,
-                        dst_base: 0,
-                        dst_stride: row,
-                        ..CopyRowsParams::contiguous(t * heads, kvr)
-                    },
-                )?;
-                self.copy(
-                    "attn.concat q_rope",
-                    &s.q_proj,
-                    &s.q_cat,
-                    CopyRowsParams {
-                        src_base: kvr,
-                        src_stride: row,
-                        dst_base: kvr,
-                        dst_stride: row,
-                        ..CopyRowsParams::contiguous(t * heads, rope_d)
-                    },
-                )?;
+                self.concat_query_parts()?;
             }
         }
+        Ok(())
+    }
 
+    /// The eager `torch.cat`: each head's latent and rope parts copied from the projection's
+    /// buffer into the concatenated query.
+    fn concat_query_parts(&mut self) -> Result<(), ModelError> {
+        let (s, t) = (self.s, self.t);
+        let MlaDims {
+            heads,
+            kvr,
+            rope_d,
+            row,
+            ..
+        } = MlaDims::of(self.c);
+        self.copy(
+            "attn.concat q_latent",
+            &s.q_proj,
+            &s.q_cat,
+            CopyRowsParams {
+                src_base: 0,
+                src_stride: row,
+                dst_base: 0,
+                dst_stride: row,
+                ..CopyRowsParams::contiguous(t * heads, kvr)
+            },
+        )?;
+        self.copy(
+            "attn.concat q_rope",
+            &s.q_proj,
+            &s.q_cat,
+            CopyRowsParams {
+                src_base: kvr,
+                src_stride: row,
+                dst_base: kvr,
+                dst_stride: row,
+                ..CopyRowsParams::contiguous(t * heads, rope_d)
+            },
+        )
+    }
+
+    /// This step's keys, `[kv_norm(c_kv) | rope(k_rope)]` rows, into the latent cache at pos0.
+    fn attention_keys(&mut self, l: &GpuLayer) -> Result<(), ModelError> {
+        let (ctx, c, s, o, t, pos0) = (self.ctx, self.c, self.s, self.o, self.t, self.pos0);
+        let f = self.format;
+        let MlaDims {
+            d,
+            kvr,
+            rope_d,
+            row,
+            ..
+        } = MlaDims::of(c);
         // Keys: this step's `[kv_norm(c_kv) | rope(k_rope)]` rows into the cache at pos0.
         if o.fuse_qkv_rope_scale {
             self.qkv_rope_scale("attn.kv", &l.wkv_a, &s.h, &s.kv, row, d, 1.0)?;
@@ -378,7 +450,15 @@ impl Step<'_> {
                 },
             )?;
         }
+        Ok(())
+    }
 
+    /// Attention of the queries over the latent cache, into `o_latent`.
+    fn attention_over_cache(&mut self, l: &GpuLayer) -> Result<(), ModelError> {
+        let (ctx, c, s, o, t, pos0) = (self.ctx, self.c, self.s, self.o, self.t, self.pos0);
+        let MlaDims {
+            heads, kvr, row, ..
+        } = MlaDims::of(c);
         // Attention over the latent cache; the query is pre-scaled when fused.
         let scale = if o.fuse_qkv_rope_scale {
             1.0
@@ -437,15 +517,7 @@ impl Step<'_> {
                 mla_values::dispatch(ctx, pass, &s.scores, &l.cache, &s.o_latent, p)
             })?;
         }
-        self.linear(
-            "attn.w_o_latent",
-            &l.w_o_latent,
-            &s.o_latent,
-            &s.sub_out,
-            d,
-            heads * kvr,
-            f,
-        )
+        Ok(())
     }
 
     /// One launch of the fused projection + RoPE + scale over every token: rotated rows are the
