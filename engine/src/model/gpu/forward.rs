@@ -114,40 +114,52 @@ impl GpuModel {
         let (v, d) = (c.vocab_size as u32, c.hidden as u32);
         step.linear("lm_head", &self.lm_head, &s.h, &s.logits, v, d, Format::F32)?;
 
-        // One read-back for the logits and every MoE layer's routing.
-        let mut reads = vec![(&s.logits, 4 * u64::from(t * v))];
-        let routes: Vec<(&RouteBuffers, &[f32])> = self
-            .layers
-            .iter()
-            .filter_map(|l| match &l.ffn {
-                GpuFeedForward::Moe(m) => Some((&m.route, m.bias_host.as_slice())),
-                GpuFeedForward::Dense(_) => None,
-            })
-            .collect();
-        let (n_e, k) = (c.routed_experts as u64, c.experts_per_token as u64);
-        for (r, _) in &routes {
-            let tk = 4 * u64::from(t) * k;
-            reads.extend([
-                (&r.ids, tk),
-                (&r.gates, tk),
-                (&r.scores, 4 * u64::from(t) * n_e),
-            ]);
-        }
         let trace = step.e.finish().await?;
-        let data = read_back_many(ctx, &reads).await?;
-        let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&data[0]);
-        let mut routing: Vec<Vec<Routing>> = vec![Vec::new(); tokens.len()];
-        for ((_, bias), chunk) in routes.iter().zip(data[1..].chunks_exact(3)) {
-            let ids: Vec<u32> = bytemuck::pod_collect_to_vec(&chunk[0]);
-            let gates: Vec<f32> = bytemuck::pod_collect_to_vec(&chunk[1]);
-            let scores: Vec<f32> = bytemuck::pod_collect_to_vec(&chunk[2]);
-            for (tok, r) in routing.iter_mut().enumerate() {
-                r.push(routing_of(&ids, &gates, &scores, bias, tok, c));
-            }
-        }
+        let (logits, routing) = read_outputs(ctx, c, s, &self.layers, tokens.len()).await?;
         self.len += tokens.len();
         Ok((ForwardOutput { logits, routing }, trace))
     }
+}
+
+/// One read-back, after the step's work: the logits of `tokens` tokens and every MoE layer's
+/// routing of them.
+async fn read_outputs(
+    ctx: &GpuContext,
+    c: &MoeConfig,
+    s: &Scratch,
+    layers: &[GpuLayer],
+    tokens: usize,
+) -> Result<(Vec<f32>, Vec<Vec<Routing>>), ModelError> {
+    // One read-back for the logits and every MoE layer's routing.
+    let mut reads = vec![(&s.logits, 4 * tokens as u64 * c.vocab_size as u64)];
+    let routes: Vec<(&RouteBuffers, &[f32])> = layers
+        .iter()
+        .filter_map(|l| match &l.ffn {
+            GpuFeedForward::Moe(m) => Some((&m.route, m.bias_host.as_slice())),
+            GpuFeedForward::Dense(_) => None,
+        })
+        .collect();
+    let (n_e, k) = (c.routed_experts as u64, c.experts_per_token as u64);
+    for (r, _) in &routes {
+        let tk = 4 * tokens as u64 * k;
+        reads.extend([
+            (&r.ids, tk),
+            (&r.gates, tk),
+            (&r.scores, 4 * tokens as u64 * n_e),
+        ]);
+    }
+    let data = read_back_many(ctx, &reads).await?;
+    let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&data[0]);
+    let mut routing: Vec<Vec<Routing>> = vec![Vec::new(); tokens];
+    for ((_, bias), chunk) in routes.iter().zip(data[1..].chunks_exact(3)) {
+        let ids: Vec<u32> = bytemuck::pod_collect_to_vec(&chunk[0]);
+        let gates: Vec<f32> = bytemuck::pod_collect_to_vec(&chunk[1]);
+        let scores: Vec<f32> = bytemuck::pod_collect_to_vec(&chunk[2]);
+        for (tok, r) in routing.iter_mut().enumerate() {
+            r.push(routing_of(&ids, &gates, &scores, bias, tok, c));
+        }
+    }
+    Ok((logits, routing))
 }
 
 /// The state of one forward while it records.

@@ -178,88 +178,27 @@ impl GpuModel {
     pub fn with_format(ctx: &GpuContext, w: &Weights, format: Format) -> Result<Self, ModelError> {
         let c = w.config.clone();
         c.validate()?;
-        let up = |name: &str, data: &[f32]| storage_buffer(ctx, name, data);
-        // Parameters and bytes of the quantized projections.
-        let counted = std::cell::Cell::new((0u64, 0u64));
-        let quantized = |name: &str, matrices: &[(&[f32], usize, usize)]| {
-            let mut words = Vec::new();
-            for &(data, rows, cols) in matrices {
-                let (p, b) = counted.get();
-                counted.set((
-                    p + (rows * cols) as u64,
-                    b + matrix::matrix_bytes(format, rows, cols),
-                ));
-                words.extend(
-                    matrix::encode(format, data, rows, cols)
-                        .map_err(|e| ModelError::Kernel(e.into()))?,
-                );
-            }
-            Ok::<_, ModelError>(storage_buffer(ctx, name, &words)?)
+        let up = Uploader {
+            ctx,
+            format,
+            counted: std::cell::Cell::new((0, 0)),
         };
-        let ffns = |name: &str, fs: &[&Ffn]| -> Result<GpuFfn, ModelError> {
-            let mut gate_up = Vec::new();
-            let mut down = Vec::new();
-            for f in fs {
-                for m in [&f.w_gate, &f.w_up] {
-                    gate_up.push((m.data.as_slice(), m.rows(), m.cols()));
-                }
-                down.push((f.w_down.data.as_slice(), f.w_down.rows(), f.w_down.cols()));
-            }
-            Ok(GpuFfn {
-                w_gate_up: quantized(&format!("{name} w_gate_up"), &gate_up)?,
-                w_down: quantized(&format!("{name} w_down"), &down)?,
-                inter: fs.first().map_or(0, |f| f.w_gate.rows()) as u32,
-                count: fs.len() as u32,
-            })
-        };
-        let t = c.max_seq_len;
-        let z = |name: &str, floats: usize| storage_zeroed(ctx, name, bytes(floats));
-        let mut layers = Vec::with_capacity(c.layers);
-        for layer in &w.layers {
-            let a = &layer.attn;
-            let (w_q_latent, w_q_rope, w_o_latent) = absorb(&c, a);
-            let w_q_cat = interleave_heads(&c, &w_q_latent, &w_q_rope);
-            let (d, qr) = (c.hidden, c.q_lora_rank);
-            let q_rows = c.heads * c.cache_row();
-            let ffn = match &layer.ffn {
-                FeedForward::Dense(f) => GpuFeedForward::Dense(ffns("dense", &[f])?),
-                FeedForward::Moe(m) => GpuFeedForward::Moe(Box::new(GpuMoe {
-                    router: up("router", &m.router.data)?,
-                    bias: up("router bias", &m.router_bias.data)?,
-                    bias_host: m.router_bias.data.clone(),
-                    experts: ffns("experts", &m.experts.iter().collect::<Vec<_>>())?,
-                    shared: ffns("shared", &[&m.shared])?,
-                    route: RouteBuffers {
-                        scores: z("router scores", t * c.routed_experts)?,
-                        ids: z("top-k ids", t * c.experts_per_token)?,
-                        gates: z("top-k gates", t * c.experts_per_token)?,
-                    },
-                })),
-            };
-            layers.push(GpuLayer {
-                attn_norm: up("attn_norm", &layer.attn_norm.data)?,
-                wq_a: quantized("wq_a", &[(&a.wq_a.data, qr, d)])?,
-                q_norm: up("q_norm", &a.q_norm.data)?,
-                w_q_cat: quantized("w_q_cat", &[(&w_q_cat, q_rows, qr)])?,
-                wkv_a: quantized("wkv_a", &[(&a.wkv_a.data, c.cache_row(), d)])?,
-                kv_norm: up("kv_norm", &a.kv_norm.data)?,
-                w_o_latent: quantized("w_o_latent", &[(&w_o_latent, d, c.heads * c.kv_lora_rank)])?,
-                ffn_norm: up("ffn_norm", &layer.ffn_norm.data)?,
-                ffn,
-                cache: z("latent cache", c.max_seq_len * c.cache_row())?,
-            });
-        }
+        let layers = w
+            .layers
+            .iter()
+            .map(|layer| up.layer(&c, layer))
+            .collect::<Result<Vec<_>, _>>()?;
         let cos_sin = rope::cos_sin_table(c.max_seq_len, c.qk_rope_head_dim, c.rope_theta);
         Ok(Self {
-            embed: up("embed", &w.embed.data)?,
-            norm: up("norm", &w.norm.data)?,
-            lm_head: up("lm_head", &w.lm_head.data)?,
+            embed: up.f32("embed", &w.embed.data)?,
+            norm: up.f32("norm", &w.norm.data)?,
+            lm_head: up.f32("lm_head", &w.lm_head.data)?,
             cos_sin: storage_buffer(ctx, "rope cos/sin", &cos_sin)?,
             scratch: Scratch::new(ctx, &c)?,
             layers,
             config: c,
             format,
-            quantized: counted.get(),
+            quantized: up.counted.get(),
             optimizations: Optimizations::none(),
             profiler: None,
             len: 0,
@@ -351,6 +290,103 @@ impl GpuModel {
     /// Forgets the cached context (the next forward is a prefill).
     pub fn reset(&mut self) {
         self.len = 0;
+    }
+}
+
+/// Uploads a model's weights: f32 as they are, the block projections encoded in `format`
+/// (their parameters and bytes counted), the per-layer buffers zeroed.
+struct Uploader<'a> {
+    ctx: &'a GpuContext,
+    format: Format,
+    /// Parameters and bytes of the quantized projections so far.
+    counted: std::cell::Cell<(u64, u64)>,
+}
+
+impl Uploader<'_> {
+    fn f32(&self, name: &str, data: &[f32]) -> Result<wgpu::Buffer, ModelError> {
+        Ok(storage_buffer(self.ctx, name, data)?)
+    }
+
+    fn zeroed(&self, name: &str, floats: usize) -> Result<wgpu::Buffer, ModelError> {
+        Ok(storage_zeroed(self.ctx, name, bytes(floats))?)
+    }
+
+    /// `matrices` (data, rows, cols) stacked in one buffer, each in the upload format.
+    fn quantized(
+        &self,
+        name: &str,
+        matrices: &[(&[f32], usize, usize)],
+    ) -> Result<wgpu::Buffer, ModelError> {
+        let mut words = Vec::new();
+        for &(data, rows, cols) in matrices {
+            let (p, b) = self.counted.get();
+            self.counted.set((
+                p + (rows * cols) as u64,
+                b + matrix::matrix_bytes(self.format, rows, cols),
+            ));
+            words.extend(
+                matrix::encode(self.format, data, rows, cols)
+                    .map_err(|e| ModelError::Kernel(e.into()))?,
+            );
+        }
+        Ok(storage_buffer(self.ctx, name, &words)?)
+    }
+
+    /// FFNs of one shape stacked: every gate-then-up matrix in one buffer, every down in another.
+    fn ffns(&self, name: &str, fs: &[&Ffn]) -> Result<GpuFfn, ModelError> {
+        let mut gate_up = Vec::new();
+        let mut down = Vec::new();
+        for f in fs {
+            for m in [&f.w_gate, &f.w_up] {
+                gate_up.push((m.data.as_slice(), m.rows(), m.cols()));
+            }
+            down.push((f.w_down.data.as_slice(), f.w_down.rows(), f.w_down.cols()));
+        }
+        Ok(GpuFfn {
+            w_gate_up: self.quantized(&format!("{name} w_gate_up"), &gate_up)?,
+            w_down: self.quantized(&format!("{name} w_down"), &down)?,
+            inter: fs.first().map_or(0, |f| f.w_gate.rows()) as u32,
+            count: fs.len() as u32,
+        })
+    }
+
+    /// One block: MLA absorbed, its FFN (dense or the MoE's experts, shared expert and router),
+    /// its latent cache.
+    fn layer(&self, c: &MoeConfig, layer: &super::weights::Layer) -> Result<GpuLayer, ModelError> {
+        let t = c.max_seq_len;
+        let a = &layer.attn;
+        let (w_q_latent, w_q_rope, w_o_latent) = absorb(c, a);
+        let w_q_cat = interleave_heads(c, &w_q_latent, &w_q_rope);
+        let (d, qr) = (c.hidden, c.q_lora_rank);
+        let q_rows = c.heads * c.cache_row();
+        let ffn = match &layer.ffn {
+            FeedForward::Dense(f) => GpuFeedForward::Dense(self.ffns("dense", &[f])?),
+            FeedForward::Moe(m) => GpuFeedForward::Moe(Box::new(GpuMoe {
+                router: self.f32("router", &m.router.data)?,
+                bias: self.f32("router bias", &m.router_bias.data)?,
+                bias_host: m.router_bias.data.clone(),
+                experts: self.ffns("experts", &m.experts.iter().collect::<Vec<_>>())?,
+                shared: self.ffns("shared", &[&m.shared])?,
+                route: RouteBuffers {
+                    scores: self.zeroed("router scores", t * c.routed_experts)?,
+                    ids: self.zeroed("top-k ids", t * c.experts_per_token)?,
+                    gates: self.zeroed("top-k gates", t * c.experts_per_token)?,
+                },
+            })),
+        };
+        Ok(GpuLayer {
+            attn_norm: self.f32("attn_norm", &layer.attn_norm.data)?,
+            wq_a: self.quantized("wq_a", &[(&a.wq_a.data, qr, d)])?,
+            q_norm: self.f32("q_norm", &a.q_norm.data)?,
+            w_q_cat: self.quantized("w_q_cat", &[(&w_q_cat, q_rows, qr)])?,
+            wkv_a: self.quantized("wkv_a", &[(&a.wkv_a.data, c.cache_row(), d)])?,
+            kv_norm: self.f32("kv_norm", &a.kv_norm.data)?,
+            w_o_latent: self
+                .quantized("w_o_latent", &[(&w_o_latent, d, c.heads * c.kv_lora_rank)])?,
+            ffn_norm: self.f32("ffn_norm", &layer.ffn_norm.data)?,
+            ffn,
+            cache: self.zeroed("latent cache", c.max_seq_len * c.cache_row())?,
+        })
     }
 }
 
