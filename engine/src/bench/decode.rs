@@ -109,6 +109,55 @@ pub async fn run(ctx: &GpuContext, options: DecodeBenchOptions) -> Result<Decode
     run_variants(ctx, options, variants()).await
 }
 
+/// One round of one variant: from an empty cache, the prompt, one untimed step (it compiles
+/// any pipeline the variant has not used yet), then each of the other `steps` timed.
+async fn time_steps(
+    ctx: &GpuContext,
+    model: &mut GpuModel,
+    (prompt, steps): (&[u32], &[u32]),
+    samples: &mut Samples,
+) -> Result<(), ModelError> {
+    model.reset();
+    model.forward(ctx, prompt).await?;
+    model.forward(ctx, &steps[..1]).await?;
+    let mut logits = Vec::with_capacity(steps.len());
+    for &token in &steps[1..] {
+        let t0 = Instant::now();
+        let (out, trace) = model.forward(ctx, &[token]).await?;
+        samples.ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        samples.record_us.push(trace.record_us);
+        samples.submit_us.push(trace.submit_us);
+        logits.push(out.logits);
+    }
+    samples.logits = logits;
+    Ok(())
+}
+
+/// A variant's medians and its profiled step's counts.
+fn variant(
+    name: String,
+    o: Optimizations,
+    s: Samples,
+    trace: &StepTrace,
+    baseline_ms: f64,
+) -> Variant {
+    let ms_per_step = super::median(s.ms);
+    Variant {
+        speedup_vs_baseline: baseline_ms / ms_per_step,
+        ms_per_step,
+        record_us_per_step: super::median(s.record_us),
+        submit_us_per_step: super::median(s.submit_us),
+        gpu_us_per_step: trace.kernels.iter().map(|k| k.gpu_us).sum::<Option<f64>>(),
+        kernels_per_step: trace.kernels.len(),
+        submissions_per_step: trace.submissions,
+        bytes_per_step: trace.kernels.iter().map(|k| k.bytes).sum(),
+        max_logit_diff_vs_baseline: s.max_diff,
+        kernels: shares(trace),
+        optimizations: o,
+        name,
+    }
+}
+
 /// The benchmark over `list` only; its first entry is the baseline the others are compared with.
 pub async fn run_variants(
     ctx: &GpuContext,
@@ -149,20 +198,13 @@ pub async fn run_variants(
     for round in 0..rounds {
         for (i, (_, o)) in list.iter().enumerate() {
             model.set_optimizations(*o);
-            model.reset();
-            model.forward(ctx, prompt).await?;
-            // One untimed step compiles any pipeline this variant has not used yet.
-            model.forward(ctx, &decode[..1]).await?;
-            let mut logits = Vec::with_capacity(options.steps);
-            for &token in &decode[1..=options.steps] {
-                let t0 = Instant::now();
-                let (out, trace) = model.forward(ctx, &[token]).await?;
-                samples[i].ms.push(t0.elapsed().as_secs_f64() * 1e3);
-                samples[i].record_us.push(trace.record_us);
-                samples[i].submit_us.push(trace.submit_us);
-                logits.push(out.logits);
-            }
-            samples[i].logits = logits;
+            time_steps(
+                ctx,
+                &mut model,
+                (prompt, &decode[..=options.steps]),
+                &mut samples[i],
+            )
+            .await?;
             if round + 1 == rounds {
                 model.set_profiling(ctx, true);
                 let (_, trace) = model.forward(ctx, &decode[options.steps + 1..]).await?;
@@ -177,25 +219,12 @@ pub async fn run_variants(
     }
 
     let baseline_ms = super::median(samples[0].ms.clone());
-    let mut out = Vec::with_capacity(list.len());
-    for (((name, o), s), trace) in list.into_iter().zip(samples).zip(profiled) {
-        let trace = trace.unwrap_or_default();
-        let ms_per_step = super::median(s.ms);
-        out.push(Variant {
-            speedup_vs_baseline: baseline_ms / ms_per_step,
-            ms_per_step,
-            record_us_per_step: super::median(s.record_us),
-            submit_us_per_step: super::median(s.submit_us),
-            gpu_us_per_step: trace.kernels.iter().map(|k| k.gpu_us).sum::<Option<f64>>(),
-            kernels_per_step: trace.kernels.len(),
-            submissions_per_step: trace.submissions,
-            bytes_per_step: trace.kernels.iter().map(|k| k.bytes).sum(),
-            max_logit_diff_vs_baseline: s.max_diff,
-            kernels: shares(&trace),
-            optimizations: o,
-            name,
-        });
-    }
+    let out = list
+        .into_iter()
+        .zip(samples)
+        .zip(profiled)
+        .map(|(((name, o), s), trace)| variant(name, o, s, &trace.unwrap_or_default(), baseline_ms))
+        .collect();
     Ok(DecodeBench {
         adapter: ctx.adapter.clone(),
         model: config.name,

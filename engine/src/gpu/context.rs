@@ -60,6 +60,66 @@ pub struct GpuContext {
     lost: Arc<Mutex<Option<String>>>,
 }
 
+/// Slots the device fills with its first uncaptured error and the reason it was lost.
+#[allow(clippy::type_complexity)]
+fn watch_errors(device: &wgpu::Device) -> (Arc<Mutex<Option<String>>>, Arc<Mutex<Option<String>>>) {
+    let uncaptured = Arc::new(Mutex::new(None));
+    let sink = Arc::clone(&uncaptured);
+    device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+        if let Ok(mut slot) = sink.lock() {
+            slot.get_or_insert_with(|| e.to_string());
+        }
+    }));
+
+    let lost = Arc::new(Mutex::new(None));
+    let lost_sink = Arc::clone(&lost);
+    device.set_device_lost_callback(move |reason, message| {
+        if let Ok(mut slot) = lost_sink.lock() {
+            slot.get_or_insert_with(|| format!("{reason:?}: {message}"));
+        }
+    });
+    (uncaptured, lost)
+}
+
+/// What the adapter is and what was asked of it, for reports and the UI.
+fn adapter_report(
+    adapter: &wgpu::Adapter,
+    queue: &wgpu::Queue,
+    features: wgpu::Features,
+    required: &wgpu::Limits,
+) -> AdapterReport {
+    let info = adapter.get_info();
+    let timestamp_period_ns = if features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+        queue.get_timestamp_period()
+    } else {
+        0.0
+    };
+    AdapterReport {
+        name: info.name,
+        backend: info.backend.to_str().to_owned(),
+        device_type: format!("{:?}", info.device_type),
+        driver: [info.driver, info.driver_info]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" "),
+        features: OPTIONAL_FEATURES
+            .iter()
+            .filter(|(f, _)| features.contains(*f))
+            .map(|(_, n)| (*n).to_owned())
+            .collect(),
+        limits: LimitsReport {
+            max_storage_buffer_binding_size: required.max_storage_buffer_binding_size,
+            max_buffer_size: required.max_buffer_size,
+            max_compute_invocations_per_workgroup: required.max_compute_invocations_per_workgroup,
+            max_compute_workgroup_storage_size: required.max_compute_workgroup_storage_size,
+            max_storage_buffers_per_shader_stage: required.max_storage_buffers_per_shader_stage,
+            max_compute_workgroups_per_dimension: required.max_compute_workgroups_per_dimension,
+        },
+        timestamp_period_ns,
+    }
+}
+
 impl GpuContext {
     /// Finds an adapter and opens a device on it.
     pub async fn new() -> Result<Self, GpuError> {
@@ -99,53 +159,8 @@ impl GpuContext {
             .await
             .map_err(|e| GpuError::Device(e.to_string()))?;
 
-        let uncaptured = Arc::new(Mutex::new(None));
-        let sink = Arc::clone(&uncaptured);
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            if let Ok(mut slot) = sink.lock() {
-                slot.get_or_insert_with(|| e.to_string());
-            }
-        }));
-
-        let lost = Arc::new(Mutex::new(None));
-        let lost_sink = Arc::clone(&lost);
-        device.set_device_lost_callback(move |reason, message| {
-            if let Ok(mut slot) = lost_sink.lock() {
-                slot.get_or_insert_with(|| format!("{reason:?}: {message}"));
-            }
-        });
-
-        let info = adapter.get_info();
-        let timestamp_period_ns = if features.contains(wgpu::Features::TIMESTAMP_QUERY) {
-            queue.get_timestamp_period()
-        } else {
-            0.0
-        };
-        let report = AdapterReport {
-            name: info.name,
-            backend: info.backend.to_str().to_owned(),
-            device_type: format!("{:?}", info.device_type),
-            driver: [info.driver, info.driver_info]
-                .into_iter()
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join(" "),
-            features: OPTIONAL_FEATURES
-                .iter()
-                .filter(|(f, _)| features.contains(*f))
-                .map(|(_, n)| (*n).to_owned())
-                .collect(),
-            limits: LimitsReport {
-                max_storage_buffer_binding_size: required.max_storage_buffer_binding_size,
-                max_buffer_size: required.max_buffer_size,
-                max_compute_invocations_per_workgroup: required
-                    .max_compute_invocations_per_workgroup,
-                max_compute_workgroup_storage_size: required.max_compute_workgroup_storage_size,
-                max_storage_buffers_per_shader_stage: required.max_storage_buffers_per_shader_stage,
-                max_compute_workgroups_per_dimension: required.max_compute_workgroups_per_dimension,
-            },
-            timestamp_period_ns,
-        };
+        let (uncaptured, lost) = watch_errors(&device);
+        let report = adapter_report(&adapter, &queue, features, &required);
         let uniforms = UniformRing::new(&device, required.min_uniform_buffer_offset_alignment);
         Ok(Self {
             device,

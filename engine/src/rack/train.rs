@@ -10,29 +10,13 @@ use super::step::{self, Breakdown, Shape};
 pub fn train(s: &Scenario, p: &Params) -> Evaluation {
     let t = s.training;
     let seq = t.seq_len as f64;
-    let tp = s.attention_tp() as f64;
-    // One sequence per micro-batch, split across the TP group.
-    let shape = Shape {
-        batch: 1.0 / tp,
-        tokens: seq,
-        context: seq / 2.0,
-    };
     let pp = s.pp as f64;
-    let moe_layers = s.model.moe_layers() as f64 / pp;
-    let dense_layers = s.model.dense_layers() as f64 / pp;
-    let dense = step::layer_forward(s, p, shape, false);
-    let moe = if moe_layers > 0.0 {
-        step::layer_forward(s, p, shape, true)
-    } else {
-        dense
-    };
-    let fwd = dense
-        .breakdown
-        .scaled(dense_layers)
-        .plus(moe.breakdown.scaled(moe_layers));
-    let fwd_flops = dense.flops * dense_layers + moe.flops * moe_layers;
-    let fwd_bytes = dense.hbm_bytes * dense_layers + moe.hbm_bytes * moe_layers;
-
+    let StageForward {
+        breakdown: fwd,
+        flops: fwd_flops,
+        bytes: fwd_bytes,
+        kernels,
+    } = stage_forward(s, p);
     // Backward costs two forwards; full recomputation replays the forward once more.
     let passes = match t.recompute {
         Recompute::Full => 4.0,
@@ -53,27 +37,7 @@ pub fn train(s: &Scenario, p: &Params) -> Evaluation {
 
     let micro_batches = (t.global_batch_tokens / seq / s.dp as f64).max(1.0);
     let slots = micro_batches + (pp - 1.0) / t.virtual_pipeline as f64;
-    let mut step = mb.scaled(slots);
-
-    // Distributed optimizer: reduce-scatter the gradients, all-gather the new weights, each
-    // moving (dp-1)/dp of this GPU's weights (BF16) once.
-    let dp = s.dp;
-    if dp > 1 {
-        let bytes = s.weight_bytes_per_gpu() / s.dense_weights().weight_bytes() * 2.0;
-        let inside = s.tp * s.pp * dp <= s.system.nvlink_domain;
-        let gb_s = if inside {
-            s.system.nvlink_gb_s
-        } else {
-            s.system.scale_out_gb_s
-        };
-        let ring = 2.0 * (dp as f64 - 1.0) / dp as f64 * bytes / (gb_s * 1e9 * p.link_eff);
-        let dp_us = 1e6 * ring + 2.0 * p.collective_base_us;
-        step.communication_us += dp_us;
-        if overlap {
-            // Bucketed: gradients leave while the backward of earlier layers still runs.
-            step.overlap_us -= dp_us.min(step.compute_us + step.memory_us + step.overlap_us);
-        }
-    }
+    let step = with_gradient_exchange(s, p, mb.scaled(slots), overlap);
     let time_us = step.total_us();
     let model_flops = 3.0 * fwd_flops * micro_batches;
     let peak = s
@@ -99,12 +63,79 @@ pub fn train(s: &Scenario, p: &Params) -> Evaluation {
         concurrency: 0.0,
         gpus: s.gpus,
         breakdown_us: step,
-        kernels_per_step: (dense.kernels * dense_layers + moe.kernels * moe_layers)
-            * passes
-            * slots,
+        kernels_per_step: kernels * passes * slots,
         accepted_tokens_per_step: 0.0,
         ttft_ms: 0.0,
         copy_concat_us_per_layer: 0.0,
         estimated: true,
     }
+}
+
+/// One micro-batch's forward through one pipeline stage (its share of the dense and MoE layers).
+struct StageForward {
+    breakdown: Breakdown,
+    flops: f64,
+    bytes: f64,
+    kernels: f64,
+}
+
+fn stage_forward(s: &Scenario, p: &Params) -> StageForward {
+    let seq = s.training.seq_len as f64;
+    let pp = s.pp as f64;
+    let tp = s.attention_tp() as f64;
+    // One sequence per micro-batch, split across the TP group.
+    let shape = Shape {
+        batch: 1.0 / tp,
+        tokens: seq,
+        context: seq / 2.0,
+    };
+    let moe_layers = s.model.moe_layers() as f64 / pp;
+    let dense_layers = s.model.dense_layers() as f64 / pp;
+    let dense = step::layer_forward(s, p, shape, false);
+    let moe = if moe_layers > 0.0 {
+        step::layer_forward(s, p, shape, true)
+    } else {
+        dense
+    };
+    let fwd = dense
+        .breakdown
+        .scaled(dense_layers)
+        .plus(moe.breakdown.scaled(moe_layers));
+    let fwd_flops = dense.flops * dense_layers + moe.flops * moe_layers;
+    let fwd_bytes = dense.hbm_bytes * dense_layers + moe.hbm_bytes * moe_layers;
+    StageForward {
+        breakdown: fwd,
+        flops: fwd_flops,
+        bytes: fwd_bytes,
+        kernels: dense.kernels * dense_layers + moe.kernels * moe_layers,
+    }
+}
+
+/// The data-parallel exchange added to a step (and hidden under its compute when overlapped).
+fn with_gradient_exchange(
+    s: &Scenario,
+    p: &Params,
+    mut step: Breakdown,
+    overlap: bool,
+) -> Breakdown {
+    // Distributed optimizer: reduce-scatter the gradients, all-gather the new weights, each
+    // moving (dp-1)/dp of this GPU's weights (BF16) once.
+    let dp = s.dp;
+    if dp > 1 {
+        let bytes = s.weight_bytes_per_gpu() / s.dense_weights().weight_bytes() * 2.0;
+        let inside = s.tp * s.pp * dp <= s.system.nvlink_domain;
+        let gb_s = if inside {
+            s.system.nvlink_gb_s
+        } else {
+            s.system.scale_out_gb_s
+        };
+        let ring = 2.0 * (dp as f64 - 1.0) / dp as f64 * bytes / (gb_s * 1e9 * p.link_eff);
+        let dp_us = 1e6 * ring + 2.0 * p.collective_base_us;
+        step.communication_us += dp_us;
+        if overlap {
+            // Bucketed: gradients leave while the backward of earlier layers still runs.
+            step.overlap_us -= dp_us.min(step.compute_us + step.memory_us + step.overlap_us);
+        }
+    }
+    step
 }
