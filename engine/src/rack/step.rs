@@ -11,6 +11,25 @@ use super::params::Params;
 use super::precision::Precision;
 use super::scenario::{Optimization as O, Scenario, SpecMethod};
 
+/// What both attention variants of one layer's step share: the step's shape and phase, the TP
+/// split of attention, and the switches and precisions that decide the kernels.
+#[derive(Clone, Copy)]
+struct AttentionStep {
+    shape: Shape,
+    prefill: bool,
+    weights: Precision,
+    tp: u32,
+    tpf: f64,
+    d: f64,
+    seqs: f64,
+    tokens: f64,
+    fused_qkv: bool,
+    attn_precision: Precision,
+    sms: u32,
+    split_k: bool,
+    kv_b: f64,
+}
+
 /// Query heads one decode attention CTA of absorbed MLA covers (FlashMLA's tile: 64 heads of a
 /// sequence share one pass over its latent cache).
 const MLA_HEADS_PER_CTA: f64 = 64.0;
@@ -196,18 +215,26 @@ impl<'a> Tally<'a> {
         let s = self.s;
         let tp = s.attention_tp();
         let tpf = tp as f64;
-        let d = s.model.hidden as f64;
         let seqs = shape.batch * tpf;
-        let tokens = seqs * shape.tokens;
-        let fused_qkv = s.optimizations.has(O::FusedQkvRopeScale);
-        let attn_precision = if s.kv_cache == Precision::Bf16 {
-            Precision::Bf16
-        } else {
-            Precision::Fp8
+        let a = AttentionStep {
+            shape,
+            prefill,
+            weights,
+            tp,
+            tpf,
+            d: s.model.hidden as f64,
+            seqs,
+            tokens: seqs * shape.tokens,
+            fused_qkv: s.optimizations.has(O::FusedQkvRopeScale),
+            attn_precision: if s.kv_cache == Precision::Bf16 {
+                Precision::Bf16
+            } else {
+                Precision::Fp8
+            },
+            sms: s.system.gpu.sms,
+            split_k: s.optimizations.has(O::SplitKAttention),
+            kv_b: s.kv_cache.kv_bytes(),
         };
-        let sms = s.system.gpu.sms;
-        let split_k = s.optimizations.has(O::SplitKAttention);
-        let kv_b = s.kv_cache.kv_bytes();
         match s.model.attention {
             Attention::Mla {
                 heads,
@@ -216,116 +243,179 @@ impl<'a> Tally<'a> {
                 nope,
                 rope,
                 v,
-            } => {
-                let h = heads as f64 / tpf;
-                let (q, kv, n, r, v) = (
-                    q_lora as f64,
-                    kv_lora as f64,
-                    nope as f64,
-                    rope as f64,
-                    v as f64,
-                );
-                // The low-rank down-projections (q_a and kv_a as one weight) are replicated
-                // across TP ranks.
-                self.gemm(tokens, d, q + kv + r, 1.0, weights);
-                self.stream(tokens * q * 4.0, self.p.bw_eff);
-                self.stream(tokens * kv * 4.0, self.p.bw_eff);
-                self.gemm(tokens, q, heads as f64 * (n + r), tpf, weights);
-                if !fused_qkv {
-                    self.stream(tokens * h * r * 4.0 + tokens * r * 4.0, self.p.bw_eff);
-                }
-                // The MLA copy/concat: assemble per-head operands from the latent and RoPE
-                // parts. Prefill builds K = [k_nope | k_rope] per head (the seed's 306 µs);
-                // decode builds q = [q_nope W_UK | q_rope] and appends to the latent cache.
-                let copy_eff = if s.optimizations.has(O::FusedCopyConcat) {
-                    self.p.bw_eff
-                } else {
-                    self.p.naive_copy_bw_eff
-                };
-                let copy_bytes = if prefill {
-                    tokens * h * n * 2.0 * 2.0
-                } else {
-                    tokens * h * (kv + r) * 2.0 * 2.0 + tokens * (kv + r) * 2.0
-                };
-                self.copy_concat_us = self.stream(copy_bytes, copy_eff);
-                if prefill {
-                    // Up-project the latent into per-head keys and values.
-                    self.gemm(tokens, kv, heads as f64 * (n + v), tpf, weights);
-                    let flops = tokens * h * shape.context * 2.0 * (n + r + v);
-                    let bytes = tokens * h * (n + r + v) * 2.0 * 2.0;
-                    let roof = Roofline::new(
-                        flops,
-                        self.flops_s(attn_precision),
-                        bytes,
-                        self.bytes_s(self.p.bw_eff),
-                    );
-                    self.kernel(roof, flops, bytes);
-                } else {
-                    // Absorbed: q_nope through W_UK into the latent space, then attention over
-                    // the latent cache that every head shares, then W_UV back out.
-                    self.gemm(tokens, n, kv * heads as f64, tpf, weights);
-                    let flops = tokens * h * shape.context * 2.0 * (kv + r + kv);
-                    let bytes = seqs * shape.context * (kv + r) * kv_b;
-                    let mut ctas = seqs * (h / MLA_HEADS_PER_CTA).ceil();
-                    if split_k {
-                        ctas *= (shape.context / SPLIT_K_POSITIONS).ceil().max(1.0);
-                    }
-                    let roof = Roofline::new(
-                        flops,
-                        self.flops_s(attn_precision),
-                        bytes,
-                        self.bytes_s(self.p.bw_eff * mechanisms::occupancy(ctas, sms)),
-                    );
-                    self.kernel(roof, flops, bytes);
-                    if split_k {
-                        self.stream(tokens * h * kv * 4.0 * 2.0, self.p.bw_eff);
-                    }
-                    self.gemm(tokens, kv, heads as f64 * v, tpf, weights);
-                }
-                self.gemm(tokens, heads as f64 * v, d, tpf, weights);
-            }
+            } => self.mla(a, heads, (q_lora, kv_lora, nope, rope, v)),
             Attention::Gqa {
                 heads,
                 kv_heads,
                 head_dim,
-            } => {
-                let hd = head_dim as f64;
-                let h = heads as f64 / tpf;
-                let kv_split = tp.min(kv_heads) as f64;
-                let kvh = kv_heads as f64 / kv_split;
-                // One QKV weight. Unfused, one elementwise pass applies RoPE and the 1/sqrt(d)
-                // scaling to q and k; fused, they ride in the GEMM's epilogue (the seed's
-                // "FC_QKV + attention scaling").
-                self.gemm(tokens, d, h * hd + 2.0 * kvh * hd, 1.0, weights);
-                if !fused_qkv {
-                    self.stream(tokens * (h + kvh) * hd * 4.0, self.p.bw_eff);
-                }
-                self.stream(tokens * 2.0 * kvh * hd * (2.0 + kv_b), self.p.bw_eff);
-                let flops = tokens * h * shape.context * 2.0 * 2.0 * hd;
-                let bytes = if prefill {
-                    tokens * (h + 2.0 * kvh) * hd * 2.0 * 2.0
-                } else {
-                    seqs * shape.context * 2.0 * kvh * hd * kv_b
-                };
-                let mut ctas = seqs * kvh;
-                if prefill {
-                    ctas *= (shape.tokens / PREFILL_TOKENS_PER_CTA).ceil();
-                } else if split_k {
-                    ctas *= (shape.context / SPLIT_K_POSITIONS).ceil().max(1.0);
-                }
-                let roof = Roofline::new(
-                    flops,
-                    self.flops_s(attn_precision),
-                    bytes,
-                    self.bytes_s(self.p.bw_eff * mechanisms::occupancy(ctas, sms)),
-                );
-                self.kernel(roof, flops, bytes);
-                if split_k && !prefill {
-                    self.stream(tokens * h * hd * 4.0 * 2.0, self.p.bw_eff);
-                }
-                self.gemm(tokens, heads as f64 * hd, d, tpf, weights);
-            }
+            } => self.gqa(a, heads, kv_heads, head_dim),
         }
+    }
+
+    /// Multi-head latent attention: the low-rank projections, the copy/concat, and attention
+    /// over per-head keys (prefill) or absorbed over the shared latent cache (decode).
+    fn mla(
+        &mut self,
+        a: AttentionStep,
+        heads: u32,
+        (q_lora, kv_lora, nope, rope, v): (u32, u32, u32, u32, u32),
+    ) {
+        let AttentionStep {
+            shape,
+            prefill,
+            weights,
+            tpf,
+            d,
+            tokens,
+            fused_qkv,
+            attn_precision,
+            ..
+        } = a;
+        let s = self.s;
+        let h = heads as f64 / tpf;
+        let (q, kv, n, r, v) = (
+            q_lora as f64,
+            kv_lora as f64,
+            nope as f64,
+            rope as f64,
+            v as f64,
+        );
+        // The low-rank down-projections (q_a and kv_a as one weight) are replicated
+        // across TP ranks.
+        self.gemm(tokens, d, q + kv + r, 1.0, weights);
+        self.stream(tokens * q * 4.0, self.p.bw_eff);
+        self.stream(tokens * kv * 4.0, self.p.bw_eff);
+        self.gemm(tokens, q, heads as f64 * (n + r), tpf, weights);
+        if !fused_qkv {
+            self.stream(tokens * h * r * 4.0 + tokens * r * 4.0, self.p.bw_eff);
+        }
+        // The MLA copy/concat: assemble per-head operands from the latent and RoPE
+        // parts. Prefill builds K = [k_nope | k_rope] per head (the seed's 306 µs);
+        // decode builds q = [q_nope W_UK | q_rope] and appends to the latent cache.
+        let copy_eff = if s.optimizations.has(O::FusedCopyConcat) {
+            self.p.bw_eff
+        } else {
+            self.p.naive_copy_bw_eff
+        };
+        let copy_bytes = if prefill {
+            tokens * h * n * 2.0 * 2.0
+        } else {
+            tokens * h * (kv + r) * 2.0 * 2.0 + tokens * (kv + r) * 2.0
+        };
+        self.copy_concat_us = self.stream(copy_bytes, copy_eff);
+        if prefill {
+            // Up-project the latent into per-head keys and values.
+            self.gemm(tokens, kv, heads as f64 * (n + v), tpf, weights);
+            let flops = tokens * h * shape.context * 2.0 * (n + r + v);
+            let bytes = tokens * h * (n + r + v) * 2.0 * 2.0;
+            let roof = Roofline::new(
+                flops,
+                self.flops_s(attn_precision),
+                bytes,
+                self.bytes_s(self.p.bw_eff),
+            );
+            self.kernel(roof, flops, bytes);
+        } else {
+            self.mla_absorbed_decode(a, h, (n, kv, r, v), heads);
+        }
+        self.gemm(tokens, heads as f64 * v, d, tpf, weights);
+    }
+
+    /// Absorbed decode: q_nope through W_UK into the latent space, attention over the latent
+    /// cache that every head shares (split-K where switched on), then W_UV back out.
+    fn mla_absorbed_decode(
+        &mut self,
+        a: AttentionStep,
+        h: f64,
+        (n, kv, r, v): (f64, f64, f64, f64),
+        heads: u32,
+    ) {
+        let AttentionStep {
+            shape,
+            weights,
+            tpf,
+            seqs,
+            tokens,
+            attn_precision,
+            sms,
+            split_k,
+            kv_b,
+            ..
+        } = a;
+        // Absorbed: q_nope through W_UK into the latent space, then attention over
+        // the latent cache that every head shares, then W_UV back out.
+        self.gemm(tokens, n, kv * heads as f64, tpf, weights);
+        let flops = tokens * h * shape.context * 2.0 * (kv + r + kv);
+        let bytes = seqs * shape.context * (kv + r) * kv_b;
+        let mut ctas = seqs * (h / MLA_HEADS_PER_CTA).ceil();
+        if split_k {
+            ctas *= (shape.context / SPLIT_K_POSITIONS).ceil().max(1.0);
+        }
+        let roof = Roofline::new(
+            flops,
+            self.flops_s(attn_precision),
+            bytes,
+            self.bytes_s(self.p.bw_eff * mechanisms::occupancy(ctas, sms)),
+        );
+        self.kernel(roof, flops, bytes);
+        if split_k {
+            self.stream(tokens * h * kv * 4.0 * 2.0, self.p.bw_eff);
+        }
+        self.gemm(tokens, kv, heads as f64 * v, tpf, weights);
+    }
+
+    /// Grouped-query attention: one QKV weight, K/V heads split over TP as far as they go.
+    fn gqa(&mut self, a: AttentionStep, heads: u32, kv_heads: u32, head_dim: u32) {
+        let AttentionStep {
+            shape,
+            prefill,
+            weights,
+            tp,
+            tpf,
+            d,
+            seqs,
+            tokens,
+            fused_qkv,
+            attn_precision,
+            sms,
+            split_k,
+            kv_b,
+        } = a;
+        let hd = head_dim as f64;
+        let h = heads as f64 / tpf;
+        let kv_split = tp.min(kv_heads) as f64;
+        let kvh = kv_heads as f64 / kv_split;
+        // One QKV weight. Unfused, one elementwise pass applies RoPE and the 1/sqrt(d)
+        // scaling to q and k; fused, they ride in the GEMM's epilogue (the seed's
+        // "FC_QKV + attention scaling").
+        self.gemm(tokens, d, h * hd + 2.0 * kvh * hd, 1.0, weights);
+        if !fused_qkv {
+            self.stream(tokens * (h + kvh) * hd * 4.0, self.p.bw_eff);
+        }
+        self.stream(tokens * 2.0 * kvh * hd * (2.0 + kv_b), self.p.bw_eff);
+        let flops = tokens * h * shape.context * 2.0 * 2.0 * hd;
+        let bytes = if prefill {
+            tokens * (h + 2.0 * kvh) * hd * 2.0 * 2.0
+        } else {
+            seqs * shape.context * 2.0 * kvh * hd * kv_b
+        };
+        let mut ctas = seqs * kvh;
+        if prefill {
+            ctas *= (shape.tokens / PREFILL_TOKENS_PER_CTA).ceil();
+        } else if split_k {
+            ctas *= (shape.context / SPLIT_K_POSITIONS).ceil().max(1.0);
+        }
+        let roof = Roofline::new(
+            flops,
+            self.flops_s(attn_precision),
+            bytes,
+            self.bytes_s(self.p.bw_eff * mechanisms::occupancy(ctas, sms)),
+        );
+        self.kernel(roof, flops, bytes);
+        if split_k && !prefill {
+            self.stream(tokens * h * hd * 4.0 * 2.0, self.p.bw_eff);
+        }
+        self.gemm(tokens, heads as f64 * hd, d, tpf, weights);
     }
 
     /// A (Swi)GLU or plain MLP of width `inter`, of which this GPU holds 1/`split`. Gate and up
@@ -394,40 +484,49 @@ impl<'a> Tally<'a> {
         grouped(self, 1.0);
 
         if tp == 1 && ep > 1 {
-            let peers = Peers::new(ep, s.system.nvlink_domain);
-            let dispatch = own * moe.top_k as f64 * d * act_b;
-            let combine = own * moe.top_k as f64 * d * 2.0;
-            let fused_a2a = s.optimizations.has(O::FusedAlltoallLl128);
-            let protocol = if fused_a2a {
-                Protocol::Ll128
-            } else {
-                Protocol::Simple
-            };
-            let phase = |bytes: f64| {
-                mechanisms::alltoall_us(
-                    bytes,
-                    peers,
-                    protocol,
-                    self.nvlink_bytes_s(),
-                    self.network_bytes_s(),
-                    self.p.collective_base_us,
-                )
-            };
-            let (d_us, c_us) = (phase(dispatch), phase(combine));
-            if !fused_a2a {
-                // Unfused: a kernel computes per-rank counts and a separate AllToAll exchanges
-                // them before the tokens can move.
-                let counts = phase(own * moe.top_k as f64 * 8.0);
-                self.stream(own * moe.top_k as f64 * 8.0, self.p.bw_eff);
-                self.collective(counts);
-            }
-            self.collective(d_us);
-            self.collective(c_us);
+            self.expert_alltoall(own * moe.top_k as f64, act_b);
         }
         // Weighted sum of the top-k expert outputs.
         self.stream(own * (moe.top_k as f64 + 1.0) * d * 2.0, self.p.bw_eff);
         // Under attention TP the shared and routed partial sums are all-reduced by the next
         // `residual_norm`, like any row-parallel output.
+    }
+
+    /// Expert parallelism's AllToAll over the `ep` ranks: `pairs` (token, expert) records out
+    /// (dispatch, activations of `act_b` bytes) and back (combine, BF16); unfused, a count
+    /// exchange first.
+    fn expert_alltoall(&mut self, pairs: f64, act_b: f64) {
+        let s = self.s;
+        let (d, ep) = (s.model.hidden as f64, s.ep);
+        let peers = Peers::new(ep, s.system.nvlink_domain);
+        let dispatch = pairs * d * act_b;
+        let combine = pairs * d * 2.0;
+        let fused_a2a = s.optimizations.has(O::FusedAlltoallLl128);
+        let protocol = if fused_a2a {
+            Protocol::Ll128
+        } else {
+            Protocol::Simple
+        };
+        let phase = |bytes: f64| {
+            mechanisms::alltoall_us(
+                bytes,
+                peers,
+                protocol,
+                self.nvlink_bytes_s(),
+                self.network_bytes_s(),
+                self.p.collective_base_us,
+            )
+        };
+        let (d_us, c_us) = (phase(dispatch), phase(combine));
+        if !fused_a2a {
+            // Unfused: a kernel computes per-rank counts and a separate AllToAll exchanges
+            // them before the tokens can move.
+            let counts = phase(pairs * 8.0);
+            self.stream(pairs * 8.0, self.p.bw_eff);
+            self.collective(counts);
+        }
+        self.collective(d_us);
+        self.collective(c_us);
     }
 
     /// One decoder layer; `moe` picks the MoE FFN over the dense one. Draft layers are BF16.
