@@ -163,17 +163,7 @@ pub fn parse(query: &str) -> (ScenarioFile, Vec<String>) {
         .filter(|p| !p.is_empty())
         .map(|p| p.split_once('=').unwrap_or((p, "")))
         .collect();
-    let mut f = default_state();
-    if let Some((_, id)) = pairs.iter().find(|(k, _)| *k == "preset") {
-        match preset(id) {
-            Some(p) => f = p,
-            None => warnings.push(format!(
-                "unknown preset \u{201c}{}\u{201d}; using {}",
-                shorten(id),
-                PRESETS[0].0
-            )),
-        }
-    }
+    let mut f = start_from(&pairs, &mut warnings);
     let mut load = None;
     let mut load_value = None;
     for &(key, value) in &pairs {
@@ -192,67 +182,12 @@ pub fn parse(query: &str) -> (ScenarioFile, Vec<String>) {
                     true
                 }
             }
-            "phase" => match value {
-                "decode" => {
-                    f.phase = Phase::Decode;
-                    true
-                }
-                "serve" => {
-                    f.phase = Phase::Serve;
-                    true
-                }
-                _ => false,
-            },
-            "weights" | "act" | "kv" => {
-                let slot = match key {
-                    "weights" => &mut f.weights,
-                    "act" => &mut f.activations,
-                    _ => &mut f.kv_cache,
-                };
-                match (value, precision(value)) {
-                    (AUTO, _) => {
-                        *slot = None;
-                        true
-                    }
-                    (_, Some(p)) => {
-                        *slot = Some(p);
-                        true
-                    }
-                    _ => false,
-                }
-            }
+            "phase" => set_phase(&mut f, value),
+            "weights" | "act" | "kv" => set_precision(&mut f, key, value),
             "gpus" | "tp" | "ep" | "prefill_gpus" | "prefill_tp" | "decode_gpus" => {
-                let slot = match key {
-                    "gpus" => &mut f.gpus,
-                    "tp" => &mut f.tp,
-                    "ep" => &mut f.ep,
-                    "prefill_gpus" => &mut f.prefill_gpus,
-                    "prefill_tp" => &mut f.prefill_tp,
-                    _ => &mut f.decode_gpus,
-                };
-                match (value, number::<u32>(value, 1, 4096)) {
-                    (AUTO, _) => {
-                        *slot = None;
-                        true
-                    }
-                    (_, Some(n)) => {
-                        *slot = Some(n);
-                        true
-                    }
-                    _ => false,
-                }
+                set_count(&mut f, key, value)
             }
-            "in" | "out" => match number::<u32>(value, 1, 1_048_576) {
-                Some(n) => {
-                    if key == "in" {
-                        f.input_tokens = Some(n);
-                    } else {
-                        f.output_tokens = Some(n);
-                    }
-                    true
-                }
-                None => false,
-            },
+            "in" | "out" => set_tokens(&mut f, key, value),
             "load" => match LoadKind::ALL.into_iter().find(|k| k.slug() == value) {
                 Some(k) => {
                     load = Some(k);
@@ -267,53 +202,9 @@ pub fn parse(query: &str) -> (ScenarioFile, Vec<String>) {
                 }
                 None => false,
             },
-            "opt" => {
-                let names: Vec<&str> = value
-                    .split(',')
-                    .filter(|s| !s.is_empty() && *s != "none")
-                    .collect();
-                let parsed: Option<Vec<Optimization>> =
-                    names.iter().map(|n| optimization(n)).collect();
-                match parsed {
-                    Some(list) => {
-                        f.optimizations = list;
-                        true
-                    }
-                    None => false,
-                }
-            }
-            "spec" => match value {
-                "none" => {
-                    f.speculative = None;
-                    true
-                }
-                "mtp" | "eagle3" => {
-                    let method = if value == "mtp" {
-                        SpecMethod::Mtp
-                    } else {
-                        SpecMethod::Eagle3
-                    };
-                    let drafts = f
-                        .speculative
-                        .map_or(if value == "mtp" { 1 } else { 3 }, |s| s.draft_tokens);
-                    f.speculative = Some(Speculative {
-                        method,
-                        draft_tokens: drafts,
-                        acceptance_length: None,
-                    });
-                    true
-                }
-                _ => false,
-            },
-            "drafts" => match (number::<u32>(value, 1, 16), f.speculative.as_mut()) {
-                (Some(n), Some(s)) => {
-                    s.draft_tokens = n;
-                    true
-                }
-                // Drafts without a method: nothing to set, and nothing wrong.
-                (Some(_), None) => true,
-                _ => false,
-            },
+            "opt" => set_optimizations(&mut f, value),
+            "spec" => set_speculative(&mut f, value),
+            "drafts" => set_drafts(&mut f, value),
             _ => {
                 warnings.push(format!(
                     "unknown setting \u{201c}{}\u{201d} ignored",
@@ -338,6 +229,145 @@ pub fn parse(query: &str) -> (ScenarioFile, Vec<String>) {
         set_load(&mut f, kind, value);
     }
     (f, warnings)
+}
+
+/// The preset the query names (every other setting applies on top of it), else the default.
+fn start_from(pairs: &[(&str, &str)], warnings: &mut Vec<String>) -> ScenarioFile {
+    let Some((_, id)) = pairs.iter().find(|(k, _)| *k == "preset") else {
+        return default_state();
+    };
+    preset(id).unwrap_or_else(|| {
+        warnings.push(format!(
+            "unknown preset \u{201c}{}\u{201d}; using {}",
+            shorten(id),
+            PRESETS[0].0
+        ));
+        default_state()
+    })
+}
+
+/// `phase`: `decode` or `serve`.
+fn set_phase(f: &mut ScenarioFile, value: &str) -> bool {
+    match value {
+        "decode" => f.phase = Phase::Decode,
+        "serve" => f.phase = Phase::Serve,
+        _ => return false,
+    }
+    true
+}
+
+/// `weights`, `act`, `kv`: a precision or `auto`.
+fn set_precision(f: &mut ScenarioFile, key: &str, value: &str) -> bool {
+    let slot = match key {
+        "weights" => &mut f.weights,
+        "act" => &mut f.activations,
+        _ => &mut f.kv_cache,
+    };
+    match (value, precision(value)) {
+        (AUTO, _) => {
+            *slot = None;
+            true
+        }
+        (_, Some(p)) => {
+            *slot = Some(p);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// GPU counts and parallel ways: a number from 1 to 4096 or `auto`.
+fn set_count(f: &mut ScenarioFile, key: &str, value: &str) -> bool {
+    let slot = match key {
+        "gpus" => &mut f.gpus,
+        "tp" => &mut f.tp,
+        "ep" => &mut f.ep,
+        "prefill_gpus" => &mut f.prefill_gpus,
+        "prefill_tp" => &mut f.prefill_tp,
+        _ => &mut f.decode_gpus,
+    };
+    match (value, number::<u32>(value, 1, 4096)) {
+        (AUTO, _) => {
+            *slot = None;
+            true
+        }
+        (_, Some(n)) => {
+            *slot = Some(n);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `in`, `out`: tokens per request, 1 to 1,048,576.
+fn set_tokens(f: &mut ScenarioFile, key: &str, value: &str) -> bool {
+    match number::<u32>(value, 1, 1_048_576) {
+        Some(n) => {
+            if key == "in" {
+                f.input_tokens = Some(n);
+            } else {
+                f.output_tokens = Some(n);
+            }
+            true
+        }
+        None => false,
+    }
+}
+
+/// `opt`: comma-separated optimization names, or `none`.
+fn set_optimizations(f: &mut ScenarioFile, value: &str) -> bool {
+    let names: Vec<&str> = value
+        .split(',')
+        .filter(|s| !s.is_empty() && *s != "none")
+        .collect();
+    let parsed: Option<Vec<Optimization>> = names.iter().map(|n| optimization(n)).collect();
+    match parsed {
+        Some(list) => {
+            f.optimizations = list;
+            true
+        }
+        None => false,
+    }
+}
+
+/// `spec`: `none`, `mtp` or `eagle3` (the draft count kept or defaulted).
+fn set_speculative(f: &mut ScenarioFile, value: &str) -> bool {
+    match value {
+        "none" => {
+            f.speculative = None;
+            true
+        }
+        "mtp" | "eagle3" => {
+            let method = if value == "mtp" {
+                SpecMethod::Mtp
+            } else {
+                SpecMethod::Eagle3
+            };
+            let drafts = f
+                .speculative
+                .map_or(if value == "mtp" { 1 } else { 3 }, |s| s.draft_tokens);
+            f.speculative = Some(Speculative {
+                method,
+                draft_tokens: drafts,
+                acceptance_length: None,
+            });
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `drafts`: 1 to 16 draft tokens (ignored without a method).
+fn set_drafts(f: &mut ScenarioFile, value: &str) -> bool {
+    match (number::<u32>(value, 1, 16), f.speculative.as_mut()) {
+        (Some(n), Some(s)) => {
+            s.draft_tokens = n;
+            true
+        }
+        // Drafts without a method: nothing to set, and nothing wrong.
+        (Some(_), None) => true,
+        _ => false,
+    }
 }
 
 /// The value a key has in `f`, for messages.
