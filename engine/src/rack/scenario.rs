@@ -294,7 +294,7 @@ fn resolve_pools(f: &ScenarioFile, model: &ModelSpec) -> Result<Option<Pools>, R
         if p.prefill_gpus % p.prefill_tp != 0 {
             return Err(invalid("prefill_tp", "must divide prefill_gpus"));
         }
-        if model.heads() % p.prefill_tp != 0 {
+        if !model.heads().is_multiple_of(p.prefill_tp) {
             return Err(invalid(
                 "prefill_tp",
                 format!("must divide the {} attention heads", model.heads()),
@@ -335,7 +335,7 @@ fn resolve_parallelism(
     let pp = positive("pp", f.pp.unwrap_or(1))?;
     // TP stays within a box of 8 even on NVL72; attention_dp then replaces it for attention.
     let mut default_tp = (gpus / pp).min(system.nvlink_domain).clamp(1, 8);
-    while default_tp > 1 && (model.heads() % default_tp != 0 || gpus % (default_tp * pp) != 0) {
+    while default_tp > 1 && (!model.heads().is_multiple_of(default_tp) || gpus % (default_tp * pp) != 0) {
         default_tp -= 1;
     }
     let tp = positive("tp", f.tp.unwrap_or(default_tp))?;
@@ -370,7 +370,7 @@ fn check_split(
             format!("ep = {ep} is larger than gpus = {gpus}"),
         ));
     }
-    if gpus % ep != 0 {
+    if !gpus.is_multiple_of(ep) {
         return Err(invalid(
             "ep",
             format!("ep = {ep} must divide gpus = {gpus}"),
@@ -382,13 +382,13 @@ fn check_split(
             format!("{} has no experts: ep must be 1", model.name),
         ));
     }
-    if tp * pp > gpus || gpus % (tp * pp) != 0 {
+    if tp * pp > gpus || !gpus.is_multiple_of(tp * pp) {
         return Err(invalid(
             "tp",
             format!("tp x pp = {} must divide gpus = {gpus}", tp * pp),
         ));
     }
-    if model.heads() % tp != 0 {
+    if !model.heads().is_multiple_of(tp) {
         return Err(invalid(
             "tp",
             format!(
@@ -397,7 +397,7 @@ fn check_split(
             ),
         ));
     }
-    if model.layers % pp != 0 {
+    if !model.layers.is_multiple_of(pp) {
         return Err(invalid(
             "pp",
             format!("pp must divide the {} layers", model.layers),
