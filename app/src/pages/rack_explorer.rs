@@ -183,150 +183,13 @@ pub fn RackExplorer() -> impl IntoView {
         replace_hash(&format!("#/rack?{q}"));
     });
 
-    let load_kind = move || state.with(|f| rack_state::load_kind(f).0);
-    let slider_pos = move || {
-        state.with(|f| {
-            let (k, v) = rack_state::load_kind(f);
-            to_slider(v, k.range())
-        })
-    };
-    let serve = move || state.with(|f| f.phase == Phase::Serve);
-
     view! {
         <section class="card" data-testid="rack-explorer">
             <h2>"Explore a deployment"</h2>
             <SettingsWarnings warnings=warnings testid="rack-warnings" />
-            <div class="controls">
-                <label>"Start from "
-                    <select data-testid="rack-preset" on:change=move |ev| {
-                        if let Some(f) = rack_state::preset(&event_target_value(&ev)) {
-                            warnings.set(Vec::new());
-                            state.set(f);
-                        }
-                    }>
-                        <option value="" selected>"(current settings)"</option>
-                        {PRESETS.into_iter().map(|(id, label, _)| view! { <option value=id>{label}</option> }).collect_view()}
-                    </select>
-                </label>
-            </div>
-            <div class="controls">
-                <label>"System "
-                    <select data-testid="rack-system" on:change=move |ev| { let v = event_target_value(&ev); state.update(|f| f.system = v); }>
-                        {SYSTEMS.into_iter().map(|s| view! { <option value=s selected=move || state.with(|f| f.system == s)>{s}</option> }).collect_view()}
-                    </select>
-                </label>
-                <label>"Model "
-                    <select data-testid="rack-model" on:change=move |ev| { let v = event_target_value(&ev); state.update(|f| f.model = v); }>
-                        {MODELS.into_iter().map(|m| view! { <option value=m selected=move || state.with(|f| f.model == m)>{m}</option> }).collect_view()}
-                    </select>
-                </label>
-                <label>"Phase "
-                    <select data-testid="rack-phase" on:change=move |ev| {
-                        let serve = event_target_value(&ev) == "serve";
-                        state.update(|f| f.phase = if serve { Phase::Serve } else { Phase::Decode });
-                    }>
-                        <option value="decode" selected=move || !serve()>"decode (one instance)"</option>
-                        <option value="serve" selected=serve>"serve (prefill + decode pools)"</option>
-                    </select>
-                </label>
-                {precision_select("Weights", "rack-weights", |f| f.weights, |f, p| f.weights = p, state)}
-                {precision_select("Activations", "rack-act", |f| f.activations, |f, p| f.activations = p, state)}
-                {precision_select("KV cache", "rack-kv", |f| f.kv_cache, |f, p| f.kv_cache = p, state)}
-            </div>
-            <div class="controls">
-                {move || if serve() {
-                    view! {
-                        {count_input("Prefill GPUs", "rack-prefill-gpus", |f| f.prefill_gpus, |f, n| f.prefill_gpus = n, state)}
-                        {count_input("Prefill TP", "rack-prefill-tp", |f| f.prefill_tp, |f, n| f.prefill_tp = n, state)}
-                        {count_input("Decode GPUs", "rack-decode-gpus", |f| f.decode_gpus, |f, n| f.decode_gpus = n, state)}
-                    }.into_any()
-                } else {
-                    view! {
-                        {count_input("GPUs", "rack-gpus", |f| f.gpus, |f, n| f.gpus = n, state)}
-                        {count_input("TP", "rack-tp", |f| f.tp, |f, n| f.tp = n, state)}
-                    }.into_any()
-                }}
-                {count_input("EP", "rack-ep", |f| f.ep, |f, n| f.ep = n, state)}
-                {count_input("Input tokens", "rack-in", |f| f.input_tokens, |f, n| f.input_tokens = n.or(Some(1024)), state)}
-                {count_input("Output tokens", "rack-out", |f| f.output_tokens, |f, n| f.output_tokens = n.or(Some(1024)), state)}
-            </div>
-            <div class="controls">
-                <label>"Load given as "
-                    <select data-testid="rack-load-kind" on:change=move |ev| {
-                        let v = event_target_value(&ev);
-                        if let Some(k) = LoadKind::ALL.into_iter().find(|k| k.slug() == v) {
-                            let (lo, hi) = k.range();
-                            state.update(|f| rack_state::set_load(f, k, (lo * hi).sqrt().round()));
-                        }
-                    }>
-                        <option value="target" selected=move || load_kind() == LoadKind::Target>"target tokens/s per user"</option>
-                        <option value="concurrency" selected=move || load_kind() == LoadKind::Concurrency>"requests in flight"</option>
-                        <option value="batch" selected=move || load_kind() == LoadKind::Batch>"sequences per GPU"</option>
-                    </select>
-                </label>
-                <label class="slider">
-                    <span data-testid="rack-load-value">{move || state.with(|f| {
-                        let (k, v) = rack_state::load_kind(f);
-                        match k {
-                            LoadKind::Target => format!("{v} tokens/s per user"),
-                            LoadKind::Concurrency => format!("{v} requests in flight"),
-                            LoadKind::Batch => format!("{v} sequences per GPU"),
-                        }
-                    })}</span>
-                    <input type="range" min="0" max="1000" step="1" data-testid="rack-load-slider"
-                        aria-label="load"
-                        prop:value=move || slider_pos().to_string()
-                        on:input=move |ev| {
-                            if let Ok(pos) = event_target_value(&ev).parse::<f64>() {
-                                state.update(|f| {
-                                    let k = rack_state::load_kind(f).0;
-                                    rack_state::set_load(f, k, from_slider(pos, k.range()));
-                                });
-                            }
-                        } />
-                </label>
-                <label>"Speculative decoding "
-                    <select data-testid="rack-spec" on:change=move |ev| {
-                        let v = event_target_value(&ev);
-                        state.update(|f| f.speculative = match v.as_str() {
-                            "mtp" => Some(Speculative { method: SpecMethod::Mtp, draft_tokens: 1, acceptance_length: None }),
-                            "eagle3" => Some(Speculative { method: SpecMethod::Eagle3, draft_tokens: 3, acceptance_length: None }),
-                            _ => None,
-                        });
-                    }>
-                        <option value="none" selected=move || state.with(|f| f.speculative.is_none())>"none"</option>
-                        <option value="mtp" selected=move || state.with(|f| f.speculative.is_some_and(|s| s.method == SpecMethod::Mtp))>"MTP"</option>
-                        <option value="eagle3" selected=move || state.with(|f| f.speculative.is_some_and(|s| s.method == SpecMethod::Eagle3))>"EAGLE-3"</option>
-                    </select>
-                </label>
-                {move || state.with(|f| f.speculative).map(|s| view! {
-                    <label>"Draft tokens "
-                        <input type="number" min="1" max="16" data-testid="rack-drafts" prop:value=s.draft_tokens.to_string()
-                            on:change=move |ev| {
-                                if let Ok(n) = event_target_value(&ev).parse::<u32>() {
-                                    state.update(|f| if let Some(s) = f.speculative.as_mut() { s.draft_tokens = n.clamp(1, 16); });
-                                }
-                            } />
-                    </label>
-                })}
-            </div>
-            <fieldset class="switches" data-testid="rack-optimizations">
-                <legend>"Optimizations (the waterfall adds them in this order)"</legend>
-                {Optimization::EVERY.into_iter().map(|o| view! {
-                    <label>
-                        <input type="checkbox" data-testid=format!("rack-opt-{}", o.name())
-                            prop:checked=move || state.with(|f| f.optimizations.contains(&o))
-                            on:change=move |ev| {
-                                let on = event_target_checked(&ev);
-                                state.update(|f| {
-                                    f.optimizations.retain(|x| *x != o);
-                                    if on { f.optimizations.push(o); }
-                                });
-                            } />
-                        <code>{o.name()}</code>
-                    </label>
-                }).collect_view()}
-            </fieldset>
+            <DeploymentControls state warnings />
+            <LoadControls state />
+            <OptimizationChecks state />
             {move || match computed.get() {
                 Err(e) => view! { <p class="bad" data-testid="rack-error">{format!("This deployment cannot run: {e}")}</p> }.into_any(),
                 Ok(c) => view! {
@@ -344,6 +207,171 @@ pub fn RackExplorer() -> impl IntoView {
             </div>
             <SharePanel share=share prefix="rack" views="rack summary; views: rack-summary, pareto, waterfall" />
         </section>
+    }
+}
+
+/// The deployment: a preset to start from, system, model, phase, precisions, pools and
+/// parallelism, and the request shape.
+#[component]
+fn DeploymentControls(
+    state: RwSignal<ScenarioFile>,
+    warnings: RwSignal<Vec<String>>,
+) -> impl IntoView {
+    let serve = move || state.with(|f| f.phase == Phase::Serve);
+    view! {
+        <div class="controls">
+            <label>"Start from "
+                <select data-testid="rack-preset" on:change=move |ev| {
+                    if let Some(f) = rack_state::preset(&event_target_value(&ev)) {
+                        warnings.set(Vec::new());
+                        state.set(f);
+                    }
+                }>
+                    <option value="" selected>"(current settings)"</option>
+                    {PRESETS.into_iter().map(|(id, label, _)| view! { <option value=id>{label}</option> }).collect_view()}
+                </select>
+            </label>
+        </div>
+        <div class="controls">
+            <label>"System "
+                <select data-testid="rack-system" on:change=move |ev| { let v = event_target_value(&ev); state.update(|f| f.system = v); }>
+                    {SYSTEMS.into_iter().map(|s| view! { <option value=s selected=move || state.with(|f| f.system == s)>{s}</option> }).collect_view()}
+                </select>
+            </label>
+            <label>"Model "
+                <select data-testid="rack-model" on:change=move |ev| { let v = event_target_value(&ev); state.update(|f| f.model = v); }>
+                    {MODELS.into_iter().map(|m| view! { <option value=m selected=move || state.with(|f| f.model == m)>{m}</option> }).collect_view()}
+                </select>
+            </label>
+            <label>"Phase "
+                <select data-testid="rack-phase" on:change=move |ev| {
+                    let serve = event_target_value(&ev) == "serve";
+                    state.update(|f| f.phase = if serve { Phase::Serve } else { Phase::Decode });
+                }>
+                    <option value="decode" selected=move || !serve()>"decode (one instance)"</option>
+                    <option value="serve" selected=serve>"serve (prefill + decode pools)"</option>
+                </select>
+            </label>
+            {precision_select("Weights", "rack-weights", |f| f.weights, |f, p| f.weights = p, state)}
+            {precision_select("Activations", "rack-act", |f| f.activations, |f, p| f.activations = p, state)}
+            {precision_select("KV cache", "rack-kv", |f| f.kv_cache, |f, p| f.kv_cache = p, state)}
+        </div>
+        <div class="controls">
+            {move || if serve() {
+                view! {
+                    {count_input("Prefill GPUs", "rack-prefill-gpus", |f| f.prefill_gpus, |f, n| f.prefill_gpus = n, state)}
+                    {count_input("Prefill TP", "rack-prefill-tp", |f| f.prefill_tp, |f, n| f.prefill_tp = n, state)}
+                    {count_input("Decode GPUs", "rack-decode-gpus", |f| f.decode_gpus, |f, n| f.decode_gpus = n, state)}
+                }.into_any()
+            } else {
+                view! {
+                    {count_input("GPUs", "rack-gpus", |f| f.gpus, |f, n| f.gpus = n, state)}
+                    {count_input("TP", "rack-tp", |f| f.tp, |f, n| f.tp = n, state)}
+                }.into_any()
+            }}
+            {count_input("EP", "rack-ep", |f| f.ep, |f, n| f.ep = n, state)}
+            {count_input("Input tokens", "rack-in", |f| f.input_tokens, |f, n| f.input_tokens = n.or(Some(1024)), state)}
+            {count_input("Output tokens", "rack-out", |f| f.output_tokens, |f, n| f.output_tokens = n.or(Some(1024)), state)}
+        </div>
+    }
+}
+
+/// The load (a target speed, requests in flight or sequences per GPU) on a log slider, and
+/// speculative decoding.
+#[component]
+fn LoadControls(state: RwSignal<ScenarioFile>) -> impl IntoView {
+    let load_kind = move || state.with(|f| rack_state::load_kind(f).0);
+    let slider_pos = move || {
+        state.with(|f| {
+            let (k, v) = rack_state::load_kind(f);
+            to_slider(v, k.range())
+        })
+    };
+    view! {
+        <div class="controls">
+            <label>"Load given as "
+                <select data-testid="rack-load-kind" on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    if let Some(k) = LoadKind::ALL.into_iter().find(|k| k.slug() == v) {
+                        let (lo, hi) = k.range();
+                        state.update(|f| rack_state::set_load(f, k, (lo * hi).sqrt().round()));
+                    }
+                }>
+                    <option value="target" selected=move || load_kind() == LoadKind::Target>"target tokens/s per user"</option>
+                    <option value="concurrency" selected=move || load_kind() == LoadKind::Concurrency>"requests in flight"</option>
+                    <option value="batch" selected=move || load_kind() == LoadKind::Batch>"sequences per GPU"</option>
+                </select>
+            </label>
+            <label class="slider">
+                <span data-testid="rack-load-value">{move || state.with(|f| {
+                    let (k, v) = rack_state::load_kind(f);
+                    match k {
+                        LoadKind::Target => format!("{v} tokens/s per user"),
+                        LoadKind::Concurrency => format!("{v} requests in flight"),
+                        LoadKind::Batch => format!("{v} sequences per GPU"),
+                    }
+                })}</span>
+                <input type="range" min="0" max="1000" step="1" data-testid="rack-load-slider"
+                    aria-label="load"
+                    prop:value=move || slider_pos().to_string()
+                    on:input=move |ev| {
+                        if let Ok(pos) = event_target_value(&ev).parse::<f64>() {
+                            state.update(|f| {
+                                let k = rack_state::load_kind(f).0;
+                                rack_state::set_load(f, k, from_slider(pos, k.range()));
+                            });
+                        }
+                    } />
+            </label>
+            <label>"Speculative decoding "
+                <select data-testid="rack-spec" on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    state.update(|f| f.speculative = match v.as_str() {
+                        "mtp" => Some(Speculative { method: SpecMethod::Mtp, draft_tokens: 1, acceptance_length: None }),
+                        "eagle3" => Some(Speculative { method: SpecMethod::Eagle3, draft_tokens: 3, acceptance_length: None }),
+                        _ => None,
+                    });
+                }>
+                    <option value="none" selected=move || state.with(|f| f.speculative.is_none())>"none"</option>
+                    <option value="mtp" selected=move || state.with(|f| f.speculative.is_some_and(|s| s.method == SpecMethod::Mtp))>"MTP"</option>
+                    <option value="eagle3" selected=move || state.with(|f| f.speculative.is_some_and(|s| s.method == SpecMethod::Eagle3))>"EAGLE-3"</option>
+                </select>
+            </label>
+            {move || state.with(|f| f.speculative).map(|s| view! {
+                <label>"Draft tokens "
+                    <input type="number" min="1" max="16" data-testid="rack-drafts" prop:value=s.draft_tokens.to_string()
+                        on:change=move |ev| {
+                            if let Ok(n) = event_target_value(&ev).parse::<u32>() {
+                                state.update(|f| if let Some(s) = f.speculative.as_mut() { s.draft_tokens = n.clamp(1, 16); });
+                            }
+                        } />
+                </label>
+            })}
+        </div>
+    }
+}
+
+/// One checkbox per optimization, in the waterfall's order.
+#[component]
+fn OptimizationChecks(state: RwSignal<ScenarioFile>) -> impl IntoView {
+    view! {
+        <fieldset class="switches" data-testid="rack-optimizations">
+            <legend>"Optimizations (the waterfall adds them in this order)"</legend>
+            {Optimization::EVERY.into_iter().map(|o| view! {
+                <label>
+                    <input type="checkbox" data-testid=format!("rack-opt-{}", o.name())
+                        prop:checked=move || state.with(|f| f.optimizations.contains(&o))
+                        on:change=move |ev| {
+                            let on = event_target_checked(&ev);
+                            state.update(|f| {
+                                f.optimizations.retain(|x| *x != o);
+                                if on { f.optimizations.push(o); }
+                            });
+                        } />
+                    <code>{o.name()}</code>
+                </label>
+            }).collect_view()}
+        </fieldset>
     }
 }
 

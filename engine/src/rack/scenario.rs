@@ -335,7 +335,9 @@ fn resolve_parallelism(
     let pp = positive("pp", f.pp.unwrap_or(1))?;
     // TP stays within a box of 8 even on NVL72; attention_dp then replaces it for attention.
     let mut default_tp = (gpus / pp).min(system.nvlink_domain).clamp(1, 8);
-    while default_tp > 1 && (!model.heads().is_multiple_of(default_tp) || gpus % (default_tp * pp) != 0) {
+    while default_tp > 1
+        && (!model.heads().is_multiple_of(default_tp) || gpus % (default_tp * pp) != 0)
+    {
         default_tp -= 1;
     }
     let tp = positive("tp", f.tp.unwrap_or(default_tp))?;
