@@ -81,40 +81,47 @@ pub fn DecodeBenchPanel() -> impl IntoView {
                 State::Idle => view! { <p class="muted">"Not run yet."</p> }.into_any(),
                 State::Running => view! { <p>"Running… (on a software adapter this takes a minute)"</p> }.into_any(),
                 State::Error(e) => view! { <p class="bad" data-testid="bench-error">{e}</p> }.into_any(),
-                State::Done(r) => view! {
-                    <p class="muted">{format!(
-                        "{} · GPU µs from {}",
-                        r.adapter.name,
-                        match r.timing {
-                            TimingSource::TimestampQuery => "timestamp queries around each kernel",
-                            TimingSource::WallClock => "nowhere: this adapter has no timestamp queries",
-                        }
-                    )}</p>
-                    <div>
-                        <table class="experts" data-testid="bench-table">
-                            <thead><tr>
-                                <th>"variant"</th><th>"ms / step"</th><th>"vs none"</th><th>"kernels"</th>
-                                <th>"submissions"</th><th>"MB / step"</th><th>"GPU µs / step"</th><th>"max |Δlogit|"</th>
-                            </tr></thead>
-                            <tbody>
-                                {r.variants.iter().map(|v| view! {
-                                    <tr data-testid="bench-row" data-variant=v.name.clone()>
-                                        <td><code>{v.name.clone()}</code></td>
-                                        <td class="num">{format!("{:.2}", v.ms_per_step)}</td>
-                                        <td class="num">{format!("{:.2}×", v.speedup_vs_baseline)}</td>
-                                        <td class="num">{v.kernels_per_step}</td>
-                                        <td class="num">{v.submissions_per_step}</td>
-                                        <td class="num">{format!("{:.2}", v.bytes_per_step as f64 / 1e6)}</td>
-                                        <td class="num">{v.gpu_us_per_step.map_or("—".to_owned(), |us| format!("{us:.0}"))}</td>
-                                        <td class="num">{logit_diff(v.max_logit_diff_vs_baseline)}</td>
-                                    </tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    </div>
-                }.into_any(),
+                State::Done(r) => view! { <BenchResult r=*r /> }.into_any(),
             }}
         </section>
+    }
+}
+
+/// The benchmark's table: every variant's time, speed-up, kernels, submissions, bytes and
+/// logit difference from the baseline.
+#[component]
+fn BenchResult(r: DecodeBench) -> impl IntoView {
+    view! {
+        <p class="muted">{format!(
+            "{} · GPU µs from {}",
+            r.adapter.name,
+            match r.timing {
+                TimingSource::TimestampQuery => "timestamp queries around each kernel",
+                TimingSource::WallClock => "nowhere: this adapter has no timestamp queries",
+            }
+        )}</p>
+        <div>
+            <table class="experts" data-testid="bench-table">
+                <thead><tr>
+                    <th>"variant"</th><th>"ms / step"</th><th>"vs none"</th><th>"kernels"</th>
+                    <th>"submissions"</th><th>"MB / step"</th><th>"GPU µs / step"</th><th>"max |Δlogit|"</th>
+                </tr></thead>
+                <tbody>
+                    {r.variants.iter().map(|v| view! {
+                        <tr data-testid="bench-row" data-variant=v.name.clone()>
+                            <td><code>{v.name.clone()}</code></td>
+                            <td class="num">{format!("{:.2}", v.ms_per_step)}</td>
+                            <td class="num">{format!("{:.2}×", v.speedup_vs_baseline)}</td>
+                            <td class="num">{v.kernels_per_step}</td>
+                            <td class="num">{v.submissions_per_step}</td>
+                            <td class="num">{format!("{:.2}", v.bytes_per_step as f64 / 1e6)}</td>
+                            <td class="num">{v.gpu_us_per_step.map_or("—".to_owned(), |us| format!("{us:.0}"))}</td>
+                            <td class="num">{logit_diff(v.max_logit_diff_vs_baseline)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
     }
 }
 

@@ -119,15 +119,6 @@ pub fn KernelTimeline(
             }
         };
         let total_us: f64 = trace.iter().filter_map(|k| k.gpu_us).sum();
-        let mut sums: BTreeMap<&'static str, (usize, f64, u64)> = BTreeMap::new();
-        for k in &trace {
-            let e = sums.entry(k.kernel).or_default();
-            e.0 += 1;
-            e.1 += k.gpu_us.unwrap_or(0.0);
-            e.2 += k.bytes;
-        }
-        let mut sums: Vec<_> = sums.into_iter().collect();
-        sums.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1).then(b.1 .2.cmp(&a.1 .2)));
         view! {
             <p data-testid="timeline-summary">
                 {format!("{} kernels", trace.len())}
@@ -158,30 +149,8 @@ pub fn KernelTimeline(
                 }).collect_view()}
                 <text x=LABEL + (WIDTH - LABEL) / 2.0 y=height - 3.0 text-anchor="middle" class="timeline-tick">{unit}</text>
             </svg>
-            <ul class="legend">
-                {KernelKind::ALL.into_iter().enumerate().map(|(i, kind)| {
-                    // Classes, not inline styles: the site's CSP forbids inline styles.
-                    view! { <li><span class=format!("swatch kind{i}")></span>{kind.label()}</li> }
-                }).collect_view()}
-            </ul>
-            <details>
-                <summary>"Per kernel"</summary>
-                <div class="table-wrap">
-                    <table class="experts" data-testid="timeline-table">
-                        <thead><tr><th>"kernel"</th><th>"launches"</th><th>"GPU µs"</th><th>"kB moved"</th></tr></thead>
-                        <tbody>
-                            {sums.into_iter().map(|(name, (n, us, bytes))| view! {
-                                <tr>
-                                    <td><code>{name}</code></td>
-                                    <td class="num">{n}</td>
-                                    <td class="num">{if timed { format!("{us:.1}") } else { "—".to_owned() }}</td>
-                                    <td class="num">{format!("{:.1}", bytes as f64 / 1e3)}</td>
-                                </tr>
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                </div>
-            </details>
+            <KindLegend />
+            <KernelTable trace=trace.clone() timed />
         }
         .into_any()
     };
@@ -194,6 +163,53 @@ pub fn KernelTimeline(
             </p>
             {chart}
         </section>
+    }
+}
+
+/// The colors of the kernel kinds.
+#[component]
+fn KindLegend() -> impl IntoView {
+    view! {
+        <ul class="legend">
+            {KernelKind::ALL.into_iter().enumerate().map(|(i, kind)| {
+                // Classes, not inline styles: the site's CSP forbids inline styles.
+                view! { <li><span class=format!("swatch kind{i}")></span>{kind.label()}</li> }
+            }).collect_view()}
+        </ul>
+    }
+}
+
+/// Each kernel's launches, GPU time and bytes in the step, the most expensive first.
+#[component]
+fn KernelTable(trace: Vec<KernelLaunch>, timed: bool) -> impl IntoView {
+    let mut sums: BTreeMap<&'static str, (usize, f64, u64)> = BTreeMap::new();
+    for k in &trace {
+        let e = sums.entry(k.kernel).or_default();
+        e.0 += 1;
+        e.1 += k.gpu_us.unwrap_or(0.0);
+        e.2 += k.bytes;
+    }
+    let mut sums: Vec<_> = sums.into_iter().collect();
+    sums.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1).then(b.1 .2.cmp(&a.1 .2)));
+    view! {
+        <details>
+            <summary>"Per kernel"</summary>
+            <div class="table-wrap">
+                <table class="experts" data-testid="timeline-table">
+                    <thead><tr><th>"kernel"</th><th>"launches"</th><th>"GPU µs"</th><th>"kB moved"</th></tr></thead>
+                    <tbody>
+                        {sums.into_iter().map(|(name, (n, us, bytes))| view! {
+                            <tr>
+                                <td><code>{name}</code></td>
+                                <td class="num">{n}</td>
+                                <td class="num">{if timed { format!("{us:.1}") } else { "—".to_owned() }}</td>
+                                <td class="num">{format!("{:.1}", bytes as f64 / 1e3)}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        </details>
     }
 }
 

@@ -160,12 +160,20 @@ pub fn ParetoChart(
                 <text x=(PL + PW) / 2.0 y=PH - 6.0 text-anchor="middle" class="timeline-tick">"tokens/s per user"</text>
                 <text x="14" y=(PH - PB) / 2.0 text-anchor="middle" class="timeline-tick" transform=format!("rotate(-90 14 {})", (PH - PB) / 2.0)>{ylabel}</text>
             </svg>
-            <ul class="legend">
-                <li><span class="swatch line-swatch"></span>"model, over load"</li>
-                <li><span class="swatch current-swatch"></span>"this setting"</li>
-                {(!measured.is_empty()).then(|| view! { <li><span class="swatch measured-swatch"></span>"public measurements"</li> })}
-            </ul>
+            <ParetoLegend measured=!measured.is_empty() />
         </figure>
+    }
+}
+
+/// The Pareto chart's legend; measurements only where some are drawn.
+#[component]
+fn ParetoLegend(measured: bool) -> impl IntoView {
+    view! {
+        <ul class="legend">
+            <li><span class="swatch line-swatch"></span>"model, over load"</li>
+            <li><span class="swatch current-swatch"></span>"this setting"</li>
+            {measured.then(|| view! { <li><span class="swatch measured-swatch"></span>"public measurements"</li> })}
+        </ul>
     }
 }
 
