@@ -30,6 +30,19 @@ struct AttentionStep {
     kv_b: f64,
 }
 
+/// MLA's widths as the step counts them: query heads in all and on this GPU (`h`), the query
+/// and KV latent ranks, the non-RoPE and RoPE key widths and the value width.
+#[derive(Clone, Copy)]
+struct MlaWidths {
+    heads: f64,
+    h: f64,
+    q: f64,
+    kv: f64,
+    n: f64,
+    r: f64,
+    v: f64,
+}
+
 /// Query heads one decode attention CTA of absorbed MLA covers (FlashMLA's tile: 64 heads of a
 /// sequence share one pass over its latent cache).
 const MLA_HEADS_PER_CTA: f64 = 64.0;
@@ -243,7 +256,18 @@ impl<'a> Tally<'a> {
                 nope,
                 rope,
                 v,
-            } => self.mla(a, heads, (q_lora, kv_lora, nope, rope, v)),
+            } => self.mla(
+                a,
+                MlaWidths {
+                    heads: heads as f64,
+                    h: heads as f64 / a.tpf,
+                    q: q_lora as f64,
+                    kv: kv_lora as f64,
+                    n: nope as f64,
+                    r: rope as f64,
+                    v: v as f64,
+                },
+            ),
             Attention::Gqa {
                 heads,
                 kv_heads,
@@ -254,12 +278,7 @@ impl<'a> Tally<'a> {
 
     /// Multi-head latent attention: the low-rank projections, the copy/concat, and attention
     /// over per-head keys (prefill) or absorbed over the shared latent cache (decode).
-    fn mla(
-        &mut self,
-        a: AttentionStep,
-        heads: u32,
-        (q_lora, kv_lora, nope, rope, v): (u32, u32, u32, u32, u32),
-    ) {
+    fn mla(&mut self, a: AttentionStep, w: MlaWidths) {
         let AttentionStep {
             shape,
             prefill,
@@ -272,20 +291,21 @@ impl<'a> Tally<'a> {
             ..
         } = a;
         let s = self.s;
-        let h = heads as f64 / tpf;
-        let (q, kv, n, r, v) = (
-            q_lora as f64,
-            kv_lora as f64,
-            nope as f64,
-            rope as f64,
-            v as f64,
-        );
+        let MlaWidths {
+            heads,
+            h,
+            q,
+            kv,
+            n,
+            r,
+            v,
+        } = w;
         // The low-rank down-projections (q_a and kv_a as one weight) are replicated
         // across TP ranks.
         self.gemm(tokens, d, q + kv + r, 1.0, weights);
         self.stream(tokens * q * 4.0, self.p.bw_eff);
         self.stream(tokens * kv * 4.0, self.p.bw_eff);
-        self.gemm(tokens, q, heads as f64 * (n + r), tpf, weights);
+        self.gemm(tokens, q, heads * (n + r), tpf, weights);
         if !fused_qkv {
             self.stream(tokens * h * r * 4.0 + tokens * r * 4.0, self.p.bw_eff);
         }
@@ -305,7 +325,7 @@ impl<'a> Tally<'a> {
         self.copy_concat_us = self.stream(copy_bytes, copy_eff);
         if prefill {
             // Up-project the latent into per-head keys and values.
-            self.gemm(tokens, kv, heads as f64 * (n + v), tpf, weights);
+            self.gemm(tokens, kv, heads * (n + v), tpf, weights);
             let flops = tokens * h * shape.context * 2.0 * (n + r + v);
             let bytes = tokens * h * (n + r + v) * 2.0 * 2.0;
             let roof = Roofline::new(
@@ -316,20 +336,23 @@ impl<'a> Tally<'a> {
             );
             self.kernel(roof, flops, bytes);
         } else {
-            self.mla_absorbed_decode(a, h, (n, kv, r, v), heads);
+            self.mla_absorbed_decode(a, w);
         }
-        self.gemm(tokens, heads as f64 * v, d, tpf, weights);
+        self.gemm(tokens, heads * v, d, tpf, weights);
     }
 
     /// Absorbed decode: q_nope through W_UK into the latent space, attention over the latent
     /// cache that every head shares (split-K where switched on), then W_UV back out.
-    fn mla_absorbed_decode(
-        &mut self,
-        a: AttentionStep,
-        h: f64,
-        (n, kv, r, v): (f64, f64, f64, f64),
-        heads: u32,
-    ) {
+    fn mla_absorbed_decode(&mut self, a: AttentionStep, w: MlaWidths) {
+        let MlaWidths {
+            heads,
+            h,
+            kv,
+            n,
+            r,
+            v,
+            ..
+        } = w;
         let AttentionStep {
             shape,
             weights,
@@ -344,7 +367,7 @@ impl<'a> Tally<'a> {
         } = a;
         // Absorbed: q_nope through W_UK into the latent space, then attention over
         // the latent cache that every head shares, then W_UV back out.
-        self.gemm(tokens, n, kv * heads as f64, tpf, weights);
+        self.gemm(tokens, n, kv * heads, tpf, weights);
         let flops = tokens * h * shape.context * 2.0 * (kv + r + kv);
         let bytes = seqs * shape.context * (kv + r) * kv_b;
         let mut ctas = seqs * (h / MLA_HEADS_PER_CTA).ceil();
@@ -361,7 +384,7 @@ impl<'a> Tally<'a> {
         if split_k {
             self.stream(tokens * h * kv * 4.0 * 2.0, self.p.bw_eff);
         }
-        self.gemm(tokens, kv, heads as f64 * v, tpf, weights);
+        self.gemm(tokens, kv, heads * v, tpf, weights);
     }
 
     /// Grouped-query attention: one QKV weight, K/V heads split over TP as far as they go.
