@@ -53,5 +53,7 @@ pub(super) fn FormatPicker(st: GenState, rt: Runtime) -> impl IntoView {
 
 /// A format with its block scaling and its bytes per weight, as the picker lists it.
 fn format_label(f: Format) -> String {
-    format!("{} ({:.2} bytes)", f.scaling(), f.bytes_per_parameter())
+    let bytes = format!("{:.4}", f.bytes_per_parameter());
+    let bytes = bytes.trim_end_matches('0').trim_end_matches('.');
+    format!("{} ({bytes} bytes)", f.scaling())
 }
