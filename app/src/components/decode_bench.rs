@@ -81,7 +81,7 @@ pub fn DecodeBenchPanel() -> impl IntoView {
                 State::Idle => view! { <p class="muted">"Not run yet."</p> }.into_any(),
                 State::Running => view! { <p>"Running… (on a software adapter this takes a minute)"</p> }.into_any(),
                 State::Error(e) => view! { <p class="bad" data-testid="bench-error">{e}</p> }.into_any(),
-                State::Done(r) => view! { <BenchResult r=*r /> }.into_any(),
+                State::Done(r) => view! { {bench_result(*r)} }.into_any(),
             }}
         </section>
     }
@@ -89,8 +89,7 @@ pub fn DecodeBenchPanel() -> impl IntoView {
 
 /// The benchmark's table: every variant's time, speed-up, kernels, submissions, bytes and
 /// logit difference from the baseline.
-#[component]
-fn BenchResult(r: DecodeBench) -> impl IntoView {
+fn bench_result(r: DecodeBench) -> impl IntoView {
     view! {
         <p class="muted">{format!(
             "{} · GPU µs from {}",

@@ -149,8 +149,8 @@ pub fn KernelTimeline(
                 }).collect_view()}
                 <text x=LABEL + (WIDTH - LABEL) / 2.0 y=height - 3.0 text-anchor="middle" class="timeline-tick">{unit}</text>
             </svg>
-            <KindLegend />
-            <KernelTable trace=trace.clone() timed />
+            {kind_legend()}
+            {kernel_table(&trace, timed)}
         }
         .into_any()
     };
@@ -167,8 +167,7 @@ pub fn KernelTimeline(
 }
 
 /// The colors of the kernel kinds.
-#[component]
-fn KindLegend() -> impl IntoView {
+fn kind_legend() -> impl IntoView {
     view! {
         <ul class="legend">
             {KernelKind::ALL.into_iter().enumerate().map(|(i, kind)| {
@@ -180,10 +179,9 @@ fn KindLegend() -> impl IntoView {
 }
 
 /// Each kernel's launches, GPU time and bytes in the step, the most expensive first.
-#[component]
-fn KernelTable(trace: Vec<KernelLaunch>, timed: bool) -> impl IntoView {
+fn kernel_table(trace: &[KernelLaunch], timed: bool) -> impl IntoView {
     let mut sums: BTreeMap<&'static str, (usize, f64, u64)> = BTreeMap::new();
-    for k in &trace {
+    for k in trace {
         let e = sums.entry(k.kernel).or_default();
         e.0 += 1;
         e.1 += k.gpu_us.unwrap_or(0.0);

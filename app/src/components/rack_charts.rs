@@ -160,14 +160,13 @@ pub fn ParetoChart(
                 <text x=(PL + PW) / 2.0 y=PH - 6.0 text-anchor="middle" class="timeline-tick">"tokens/s per user"</text>
                 <text x="14" y=(PH - PB) / 2.0 text-anchor="middle" class="timeline-tick" transform=format!("rotate(-90 14 {})", (PH - PB) / 2.0)>{ylabel}</text>
             </svg>
-            <ParetoLegend measured=!measured.is_empty() />
+            {pareto_legend(!measured.is_empty())}
         </figure>
     }
 }
 
 /// The Pareto chart's legend; measurements only where some are drawn.
-#[component]
-fn ParetoLegend(measured: bool) -> impl IntoView {
+fn pareto_legend(measured: bool) -> impl IntoView {
     view! {
         <ul class="legend">
             <li><span class="swatch line-swatch"></span>"model, over load"</li>

@@ -187,9 +187,9 @@ pub fn RackExplorer() -> impl IntoView {
         <section class="card" data-testid="rack-explorer">
             <h2>"Explore a deployment"</h2>
             <SettingsWarnings warnings=warnings testid="rack-warnings" />
-            <DeploymentControls state warnings />
-            <LoadControls state />
-            <OptimizationChecks state />
+            {deployment_controls(state, warnings)}
+            {load_controls(state)}
+            {optimization_checks(state)}
             {move || match computed.get() {
                 Err(e) => view! { <p class="bad" data-testid="rack-error">{format!("This deployment cannot run: {e}")}</p> }.into_any(),
                 Ok(c) => view! {
@@ -212,8 +212,7 @@ pub fn RackExplorer() -> impl IntoView {
 
 /// The deployment: a preset to start from, system, model, phase, precisions, pools and
 /// parallelism, and the request shape.
-#[component]
-fn DeploymentControls(
+fn deployment_controls(
     state: RwSignal<ScenarioFile>,
     warnings: RwSignal<Vec<String>>,
 ) -> impl IntoView {
@@ -278,8 +277,7 @@ fn DeploymentControls(
 
 /// The load (a target speed, requests in flight or sequences per GPU) on a log slider, and
 /// speculative decoding.
-#[component]
-fn LoadControls(state: RwSignal<ScenarioFile>) -> impl IntoView {
+fn load_controls(state: RwSignal<ScenarioFile>) -> impl IntoView {
     let load_kind = move || state.with(|f| rack_state::load_kind(f).0);
     let slider_pos = move || {
         state.with(|f| {
@@ -352,8 +350,7 @@ fn LoadControls(state: RwSignal<ScenarioFile>) -> impl IntoView {
 }
 
 /// One checkbox per optimization, in the waterfall's order.
-#[component]
-fn OptimizationChecks(state: RwSignal<ScenarioFile>) -> impl IntoView {
+fn optimization_checks(state: RwSignal<ScenarioFile>) -> impl IntoView {
     view! {
         <fieldset class="switches" data-testid="rack-optimizations">
             <legend>"Optimizations (the waterfall adds them in this order)"</legend>

@@ -4,17 +4,23 @@
 use leptos::prelude::*;
 
 use super::actions;
-use super::state::{GenState, Runtime};
+use super::state::{GenState, Runtime, Status};
 
-#[component]
-pub(super) fn CompareBaseline(st: GenState, rt: Runtime) -> impl IntoView {
+pub(super) fn compare_baseline(st: GenState, rt: Runtime) -> impl IntoView {
+    let GenState {
+        compare,
+        comparing,
+        status,
+        ..
+    } = st;
+    let busy = move || matches!(status.get(), Status::Preparing | Status::Running);
     view! {
         <div class="controls">
-            <button data-testid="gen-compare" on:click=move |_| actions::compare(st, &rt) disabled=move || st.busy() || st.comparing.get()>
-                {move || if st.comparing.get() { "Comparing…" } else { "Compare with the eager baseline" }}
+            <button data-testid="gen-compare" on:click=move |_| actions::compare(st, &rt) disabled=move || busy() || comparing.get()>
+                {move || if comparing.get() { "Comparing…" } else { "Compare with the eager baseline" }}
             </button>
         </div>
-        {move || st.compare.get().map(|r| match r {
+        {move || compare.get().map(|r| match r {
             Ok(t) => view! { <p data-testid="gen-compare-result">{t}</p> }.into_any(),
             Err(e) => view! { <p class="bad" data-testid="gen-compare-result">{format!("Comparison not run: {e}")}</p> }.into_any(),
         })}

@@ -4,39 +4,47 @@ use leptos::prelude::*;
 use moescope_engine::quant::Format;
 
 use super::actions;
-use super::state::{GenState, Runtime};
+use super::state::{GenState, Runtime, Status};
 
-#[component]
-pub(super) fn FormatPicker(st: GenState, rt: Runtime) -> impl IntoView {
+pub(super) fn format_picker(st: GenState, rt: Runtime) -> impl IntoView {
+    let GenState {
+        accuracy,
+        dispatch_fp8,
+        format,
+        measuring,
+        status,
+        ..
+    } = st;
+    let busy = move || matches!(status.get(), Status::Preparing | Status::Running);
     view! {
         <div class="controls" data-testid="format-picker">
             <label>"Weight format "
-                <select data-testid="gen-format" disabled=move || st.busy() on:change=move |ev| {
+                <select data-testid="gen-format" disabled=busy on:change=move |ev| {
                     if let Some(f) = Format::parse(&event_target_value(&ev)) {
-                        st.format.set(f);
-                        st.accuracy.set(None);
+                        format.set(f);
+                        accuracy.set(None);
                     }
                 }>
                     {Format::ALL.into_iter().map(|f| view! {
-                        <option value=f.name() selected=move || st.format.get() == f>{format_label(f)}</option>
+                        <option value=f.name() selected=move || format.get() == f>{format_label(f)}</option>
                     }).collect_view()}
                 </select>
             </label>
             <label class="check" title="The routed experts read their input as E4M3 codes with one power-of-two scale per 1×128 tile, as DeepSeek-V3's dispatch sends activations; the shared expert reads it in f32.">
-                <input type="checkbox" data-testid="gen-dispatch-fp8" disabled=move || st.busy()
-                    prop:checked=move || st.dispatch_fp8.get()
+                <input type="checkbox" data-testid="gen-dispatch-fp8" disabled=busy
+                    prop:checked=move || dispatch_fp8.get()
                     on:change=move |ev| {
-                        st.dispatch_fp8.set(event_target_checked(&ev));
-                        st.accuracy.set(None);
+                        dispatch_fp8.set(event_target_checked(&ev));
+                        accuracy.set(None);
                     } />
                 "FP8 expert inputs (E4M3, 1×128 tiles)"
             </label>
-            <button data-testid="format-measure" on:click=move |_| actions::measure(st, &rt) disabled=move || st.busy() || st.measuring.get()>
-                {move || if st.measuring.get() { "Measuring…" } else { "Measure accuracy vs f32" }}
+            <button data-testid="format-measure" on:click=move |_| actions::measure(st, &rt) disabled=move || busy() || measuring.get()>
+                {move || if measuring.get() { "Measuring…" } else { "Measure accuracy vs f32" }}
             </button>
         </div>
         <p class="muted">"The attention and FFN projections are quantized at load from the weights in memory (the int8 checkpoint decoded to f32), block-scaled as in the label, and unpacked in registers by the GEMV kernels; the embedding, output head, router and norms stay f32, as DeepSeek-V3 keeps them. Needs WebGPU: the CPU fallback runs f32. FP8 expert inputs: the dispatch sends each token to its routed experts as E4M3 codes with one power-of-two scale per 1×128 tile (a 288-byte record instead of 1,040 in f32), as DeepSeek-V3's dispatch does (the shared expert reads f32); both engines run it."</p>
-        {move || st.accuracy.get().map(|r| match r {
+        {move || accuracy.get().map(|r| match r {
             Ok(a) => view! {
                 <p data-testid="format-accuracy">{format!(
                     "{}{} against f32 over {} positions of 4 fixed prompts (measured): top-1 agreement {:.1}%, KL divergence {:.2e} nats, max logit error {:.3}; {:.3} bytes per parameter, {:.1} MB of weights on the GPU",

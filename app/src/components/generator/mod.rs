@@ -4,7 +4,8 @@
 //! each token was routed to.
 //!
 //! `state` holds the panel's signals (`GenState`) and what outlives a click (`Runtime`);
-//! `actions` what the buttons start; `engines` the engines and one run; one component per part.
+//! `actions` what the buttons start; `engines` the engines and one run; one view function per
+//! part of the panel, in its own file.
 
 mod actions;
 mod compare_baseline;
@@ -21,14 +22,14 @@ use leptos::prelude::*;
 
 use super::{share_links, KernelTimeline, OptimizationSwitches, SharePanel};
 use crate::sandbox_state::{self, SandboxState};
-use compare_baseline::CompareBaseline;
-use format_picker::FormatPicker;
-use gen_output::GenOutput;
-use prompt_controls::PromptControls;
-use reference_check::ReferenceCheck;
-use routing_views::RoutingViews;
+use compare_baseline::compare_baseline;
+use format_picker::format_picker;
+use gen_output::gen_output;
+use prompt_controls::prompt_controls;
+use reference_check::reference_check;
+use routing_views::routing_views;
 use state::{GenState, Runtime};
-use weights_source::WeightsSource;
+use weights_source::weights_source;
 
 #[component]
 pub fn GeneratePanel(
@@ -58,13 +59,13 @@ pub fn GeneratePanel(
             <p class="muted" class:hidden=compact>
                 "11.3 M parameters (4 layers: MLA attention, 1 dense FFN, 3 MoE layers of 16 routed experts, top-2, plus 1 shared), byte-level tokens. "
             </p>
-            <WeightsSource st />
-            <PromptControls st rt=rt.clone() />
+            {weights_source(st)}
+            {prompt_controls(st, rt.clone())}
             <OptimizationSwitches optimizations=st.optimizations disabled=Signal::derive(move || st.busy()) />
-            <CompareBaseline st rt=rt.clone() />
-            <FormatPicker st rt=rt.clone() />
-            <GenOutput st />
-            <ReferenceCheck st rt />
+            {compare_baseline(st, rt.clone())}
+            {format_picker(st, rt.clone())}
+            {gen_output(st)}
+            {reference_check(st, rt)}
             {(!compact).then(|| view! {
                 <div class="controls">
                     <button data-testid="gen-share" on:click=share>"Share / Embed"</button>
@@ -72,7 +73,7 @@ pub fn GeneratePanel(
             })}
             <SharePanel share=st.share prefix="gen" views="views: sandbox-mini, kernel-timeline" />
             <KernelTimeline trace=st.last_trace />
-            <RoutingViews st />
+            {routing_views(st)}
         </section>
     }
 }

@@ -5,17 +5,24 @@ use leptos::prelude::*;
 use moescope_engine::quant::Format;
 
 use super::actions;
-use super::state::{GenState, Runtime};
+use super::state::{GenState, Runtime, Status};
 
-#[component]
-pub(super) fn ReferenceCheck(st: GenState, rt: Runtime) -> impl IntoView {
+pub(super) fn reference_check(st: GenState, rt: Runtime) -> impl IntoView {
+    let GenState {
+        check,
+        checking,
+        last_tokens,
+        status,
+        ..
+    } = st;
+    let busy = move || matches!(status.get(), Status::Preparing | Status::Running);
     view! {
         <div class="controls">
             <button data-testid="gen-check" on:click=move |_| actions::check(st, &rt)
-                disabled=move || st.busy() || st.checking.get() || st.last_tokens.get().is_none()>
-                {move || if st.checking.get() { "Checking…" } else { "Check against the CPU reference" }}
+                disabled=move || busy() || checking.get() || last_tokens.get().is_none()>
+                {move || if checking.get() { "Checking…" } else { "Check against the CPU reference" }}
             </button>
-            {move || st.check.get().map(|r| match r {
+            {move || check.get().map(|r| match r {
                 Err(e) => view! { <span class="bad" data-testid="correctness-badge">{format!("Check failed to run: {e}")}</span> }.into_any(),
                 Ok(c) if c.format == Format::F32 && !c.comparable => view! {
                     <span class="muted" data-testid="correctness-badge" data-passed="n/a">{format!(

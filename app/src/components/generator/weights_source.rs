@@ -5,16 +5,16 @@ use leptos::prelude::*;
 use super::state::GenState;
 use crate::checkpoint::Source;
 
-#[component]
-pub(super) fn WeightsSource(st: GenState) -> impl IntoView {
+pub(super) fn weights_source(st: GenState) -> impl IntoView {
+    let GenState { weights_source, .. } = st;
     view! {
         <p class="muted" data-testid="weights-source"
-            data-source=move || match st.weights_source.get() {
+            data-source=move || match weights_source.get() {
                 Some(Source::Trained { .. }) => "trained",
                 Some(Source::Synthetic { .. }) => "synthetic",
                 None => "loading",
             }>
-            {move || st.weights_source.get().map(|s| s.describe()).unwrap_or_else(|| "Loading the trained checkpoint (13 MB)…".into())}
+            {move || weights_source.get().map(|s| s.describe()).unwrap_or_else(|| "Loading the trained checkpoint (13 MB)…".into())}
         </p>
     }
 }
