@@ -543,7 +543,20 @@ mod tests {
         #[test]
         fn key_value_soup_parses(pairs in proptest::collection::vec(("[a-z_]{1,12}", "[a-z0-9.,_-]{0,12}"), 0..12)) {
             let q: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let _ = parse(&q.join("&"));
+            let (f, warnings) = parse(&q.join("&"));
+            // A key that is not a setting is always reported by name.
+            for (k, _) in &pairs {
+                let known = ["preset", "v", "system", "model", "phase", "weights", "act", "kv",
+                    "gpus", "tp", "ep", "prefill_gpus", "prefill_tp", "decode_gpus", "in", "out",
+                    "load", "at", "opt", "spec", "drafts"];
+                if !known.contains(&k.as_str()) {
+                    proptest::prop_assert!(warnings.iter().any(|w| w.contains(k.as_str())), "{k}: {warnings:?}");
+                }
+            }
+            // What it settled on writes a query that reads back to the same state, silently.
+            let (back, w) = parse(&encode(&f));
+            proptest::prop_assert!(w.is_empty(), "{:?}", w);
+            proptest::prop_assert_eq!(encode(&back), encode(&f));
         }
     }
 }

@@ -168,13 +168,34 @@ fn gpu_greedy_tokens_do_not_depend_on_the_optimizations() {
     assert_eq!(none["kernels_per_step"], 140.0);
     for opt in ["all", "split_k_attention,fuse_moe_dispatch_combine"] {
         let v = run(opt);
-        let ties = v["near_ties"].as_array().map_or(0, Vec::len);
-        assert!(
-            v["tokens"] == none["tokens"] || ties > 0,
-            "--opt {opt}: {} vs {}",
-            v["tokens"],
-            none["tokens"]
-        );
+        if v["tokens"] != none["tokens"] {
+            // Only a measured near tie excuses a difference, and only from its step on.
+            let first_tie = [&v, &none]
+                .iter()
+                .flat_map(|r| r["near_ties"].as_array().into_iter().flatten())
+                .inspect(|t| {
+                    let limit = if t["kind"] == "logits" { 1e-3 } else { 1e-4 };
+                    assert!(t["margin"].as_f64().unwrap() < limit, "--opt {opt}: {t}");
+                })
+                .filter_map(|t| t["step"].as_u64())
+                .min();
+            let Some(step) = first_tie else {
+                panic!(
+                    "--opt {opt}: {} vs {} with no near tie",
+                    v["tokens"], none["tokens"]
+                );
+            };
+            let (a, b) = (
+                v["tokens"].as_array().unwrap(),
+                none["tokens"].as_array().unwrap(),
+            );
+            let step = step as usize;
+            assert_eq!(
+                a[..step.min(a.len())],
+                b[..step.min(b.len())],
+                "--opt {opt}: before step {step}"
+            );
+        }
         assert!(v["kernels_per_step"].as_f64() < none["kernels_per_step"].as_f64());
     }
     let all = run("all");
@@ -244,8 +265,10 @@ fn formats_generate_and_report_their_accuracy() {
     assert!(exact["max_logit_error"].as_f64().unwrap() < 1e-3);
     assert_eq!(exact["bytes_per_parameter"], 4.0);
     let int8 = json(&["accuracy", "--format", "int8", "--json"]);
+    // int8 with 1×32 scales keeps nearly every greedy choice of f32, but not all of them on
+    // these synthetic weights (0.9963 measured, the same on lavapipe and an H200).
     let top1 = int8["top1_agreement"].as_f64().unwrap();
-    assert!((0.0..=1.0).contains(&top1));
+    assert!((0.99..1.0).contains(&top1), "int8 top-1 agreement {top1}");
     // Quantization really happened: the logits move, the distributions diverge a little.
     assert!(int8["max_logit_error"].as_f64().unwrap() > 1e-3);
     assert!(int8["kl_divergence"].as_f64().unwrap() > 0.0);
