@@ -8,6 +8,9 @@ use wasm_bindgen_futures::JsFuture;
 
 /// Relative to the page, so the site works under any path.
 pub const CHECKPOINT_URL: &str = "deepseek-mini-int8.safetensors";
+/// The largest checkpoint the page reads (the shipped int8 one is 13 MB, the same weights in f32
+/// 45 MB): a bigger file is not deepseek-mini, and reading it whole could exhaust the tab's memory.
+pub const MAX_CHECKPOINT_BYTES: usize = 64 << 20;
 /// Seeds the fallback weights (and the benchmarks, whose timing does not depend on the values).
 pub const SYNTHETIC_SEED: u64 = 0;
 
@@ -69,11 +72,33 @@ async fn fetch(url: &str) -> Result<Vec<u8>, String> {
     if !response.ok() {
         return Err(format!("{url}: HTTP {}", response.status()));
     }
+    // Refused before reading when the server says the size, and after reading when it does not.
+    let declared = response
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    if let Some(n) = declared.filter(|&n| n > MAX_CHECKPOINT_BYTES as u64) {
+        return Err(too_large(url, n));
+    }
     let buffer = response.array_buffer().map_err(|e| js_message(&e))?;
     let buffer = JsFuture::from(buffer)
         .await
         .map_err(|e| format!("reading {url} failed: {}", js_message(&e)))?;
-    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+    let bytes = js_sys::Uint8Array::new(&buffer);
+    if bytes.length() as usize > MAX_CHECKPOINT_BYTES {
+        return Err(too_large(url, u64::from(bytes.length())));
+    }
+    Ok(bytes.to_vec())
+}
+
+fn too_large(url: &str, bytes: u64) -> String {
+    format!(
+        "{url} is {:.1} MB; the sandbox reads at most {:.0} MB",
+        bytes as f64 / 1e6,
+        MAX_CHECKPOINT_BYTES as f64 / 1e6
+    )
 }
 
 fn js_message(e: &wasm_bindgen::JsValue) -> String {

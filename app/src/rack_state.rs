@@ -196,8 +196,10 @@ pub fn parse(query: &str) -> (ScenarioFile, Vec<String>) {
                 None => false,
             },
             "at" => match number::<f64>(value, 1e-3, 1e7) {
+                // An address keeps four significant digits (`encode`), so what it reads is what
+                // it would write.
                 Some(x) => {
-                    load_value = Some(x);
+                    load_value = Some(round_sig(x));
                     true
                 }
                 None => false,

@@ -152,6 +152,34 @@ pub fn parse_route(hash: &str) -> Result<Route, RouteError> {
     }
 }
 
+/// A page's link and a sandboxed `<iframe>` of one of its views, both with `query` as their
+/// state: `{base}#/{page}?{query}` and `{base}#/embed/{view}?{query}`. The snippet is pasted into
+/// other people's HTML, so its attribute values are escaped.
+pub fn share_links(
+    base: &str,
+    (page, view): (Page, EmbedView),
+    query: &str,
+    (width, height): (u32, u32),
+    title: &str,
+) -> (String, String) {
+    let link = format!("{base}#/{}?{query}", page.slug());
+    let src = format!("{base}#/embed/{}?{query}", view.slug());
+    let embed = format!(
+        "<iframe src=\"{}\" width=\"{width}\" height=\"{height}\" title=\"{}\" sandbox=\"allow-scripts\" loading=\"lazy\"></iframe>",
+        escape_attribute(&src),
+        escape_attribute(title)
+    );
+    (link, embed)
+}
+
+/// Escapes a value for a double-quoted HTML attribute.
+pub fn escape_attribute(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

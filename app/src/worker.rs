@@ -55,15 +55,25 @@ pub enum FromWorker {
     },
 }
 
+/// A message as the worker and the page post it: JSON text.
+pub fn encode_text<T: Serialize>(message: &T) -> String {
+    serde_json::to_string(message).unwrap_or_default()
+}
+
+/// Reads a posted message's JSON text; anything else is an error, never a panic.
+pub fn decode_text<T: for<'a> Deserialize<'a>>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
 fn encode<T: Serialize>(message: &T) -> JsValue {
-    JsValue::from_str(&serde_json::to_string(message).unwrap_or_default())
+    JsValue::from_str(&encode_text(message))
 }
 
 fn decode<T: for<'a> Deserialize<'a>>(data: &JsValue) -> Result<T, String> {
     let text = data
         .as_string()
         .ok_or_else(|| "a message that is not text".to_string())?;
-    serde_json::from_str(&text).map_err(|e| e.to_string())
+    decode_text(&text)
 }
 
 // ---- In the worker ----
@@ -148,10 +158,16 @@ pub struct CpuWorker {
     /// Messages for the worker, held until it says it is listening (then None).
     pending: Rc<RefCell<Option<Vec<JsValue>>>>,
     _on_message: Closure<dyn FnMut(web_sys::MessageEvent)>,
-    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
+    _on_error: Closure<dyn FnMut(web_sys::Event)>,
 }
 
 impl CpuWorker {
+    /// Whether the worker has said it listens: until then its script and wasm may still fail
+    /// to load.
+    pub fn started(&self) -> bool {
+        self.pending.borrow().is_none()
+    }
+
     /// Starts the worker, or says why it cannot be started here.
     pub fn start() -> Result<Self, String> {
         let options = web_sys::WorkerOptions::new();
@@ -182,10 +198,19 @@ impl CpuWorker {
         };
         let on_error = {
             let inbox = Rc::clone(&inbox);
-            Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+            // An error inside the worker is an ErrorEvent; a module script that fails to load
+            // (a 404, a MIME type, a CSP) fires a plain Event with no message.
+            Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
+                let why = ev
+                    .dyn_ref::<web_sys::ErrorEvent>()
+                    .map(|e| e.message())
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or_else(|| {
+                        format!("its script {SCRIPT} or the WebAssembly it loads did not load")
+                    });
                 if let Some(tx) = inbox.borrow().as_ref() {
                     let _ = tx.unbounded_send(FromWorker::Error {
-                        message: format!("the CPU worker failed: {}", ev.message()),
+                        message: format!("the CPU worker failed: {why}"),
                     });
                 }
             })

@@ -16,7 +16,8 @@ const mime = {
   '.css': 'text/css', '.json': 'application/json', '.png': 'image/png', '.svg': 'image/svg+xml',
 };
 
-export async function serveDist() {
+/** `overrides` maps a file of dist/ to the bytes served in its place (with status 200). */
+export async function serveDist({ overrides = {} } = {}) {
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://localhost');
     // A blog page that embeds a widget in a sandboxed iframe (no allow-same-origin): the frame's
@@ -32,7 +33,7 @@ export async function serveDist() {
     let rel = normalize(decodeURIComponent(url.pathname.slice(subPath.length)) || 'index.html');
     if (rel.startsWith('..')) { res.writeHead(403).end(); return; }
     try {
-      const body = await readFile(join(dist, rel));
+      const body = overrides[rel] ?? await readFile(join(dist, rel));
       // Static hosts such as GitHub Pages send this header; a sandboxed embed needs it to load
       // its own module script and wasm.
       res.writeHead(200, {
@@ -85,5 +86,18 @@ export async function withPage({ webgpu }, body) {
     return await body(await openPage(browser));
   } finally {
     await browser.close();
+  }
+}
+
+/**
+ * The page's console errors are exactly `expected`: each message in it appeared (an expectation
+ * that can fail both ways), and nothing else did. Messages are compared whole, so a panic can
+ * never hide behind a message that shares a word with an expected one.
+ */
+export function assertConsole(problems, expected = []) {
+  const unexpected = problems.filter((p) => !expected.includes(p));
+  const missing = expected.filter((e) => !problems.includes(e));
+  if (unexpected.length || missing.length) {
+    throw new Error(`console: unexpected ${JSON.stringify(unexpected)}; missing ${JSON.stringify(missing)}`);
   }
 }

@@ -1,19 +1,24 @@
-//! `cargo xtask serve | test | site | bench`: MoEscope's whole set-up and automation. Each
+//! `cargo xtask serve | test | site | bench | fuzz`: MoEscope's whole set-up and automation. Each
 //! command installs what it needs on a fresh Debian machine and skips what is already there.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod fuzz;
 mod serve;
 mod setup;
 
 const USAGE: &str = "usage: cargo xtask <command>
   serve [--port N]   build the site (release) and serve dist/ on http://127.0.0.1:8080
-  test               fmt, clippy, native tests on lavapipe, wasm build, browser end-to-end tests
+  test               fmt, clippy, native tests on lavapipe, wasm tests in Chromium, wasm build,
+                     browser end-to-end tests
   site               build the site into dist/ only
   bench [SUITE]      a native benchmark on this machine's GPU, JSON to stdout: decode (default:
                      every optimization switch off, alone and all on), kernels (gemv vs copy
-                     bandwidth) or rack (the rack model's speed)";
+                     bandwidth) or rack (the rack model's speed)
+  fuzz [--long] [--runs N] [TARGET ...]
+                     libFuzzer on every fuzz target (or those named): 200,000 inputs each, or
+                     10 million with --long";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -29,6 +34,7 @@ fn main() -> ExitCode {
             serve_site(port)
         }
         Some("test") => test(),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("site") => setup::site_tools().and_then(|()| build_site()),
         Some("bench") => match args.get(1).map(String::as_str).unwrap_or("decode") {
             suite @ ("decode" | "kernels" | "rack") => bench(suite),
@@ -172,6 +178,9 @@ fn test() -> Result<(), String> {
             "moescope-app",
             "--target",
             "wasm32-unknown-unknown",
+            "--lib",
+            "--test",
+            "web",
             "--",
             "-D",
             "warnings",
@@ -186,6 +195,26 @@ fn test() -> Result<(), String> {
         &[
             ("MOESCOPE_REQUIRE_GPU", "1"),
             ("XDG_RUNTIME_DIR", path_str(&xdg)?),
+        ],
+    )?;
+    // The engine's wasm paths in headless Chromium (app/webdriver.json holds its flags).
+    run_env(
+        "cargo",
+        &[
+            "test",
+            "-p",
+            "moescope-app",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--test",
+            "web",
+        ],
+        &[
+            (
+                "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER",
+                "wasm-bindgen-test-runner",
+            ),
+            ("CHROMEDRIVER", "/usr/bin/chromedriver"),
         ],
     )?;
     build_site()?;

@@ -1,6 +1,7 @@
 //! Installing what the build and the tests need, skipping what is there: the wasm32 target,
 //! wasm-bindgen-cli at exactly the version in Cargo.lock, Debian's Chromium, ChromeDriver and
-//! lavapipe, and the browser-test Node packages from the committed lock file.
+//! lavapipe, the browser-test Node packages from the committed lock file, and a C++ compiler
+//! for the fuzzer.
 
 use std::process::Command;
 
@@ -35,27 +36,7 @@ pub fn test_tools() -> Result<(), String> {
         "mesa-vulkan-drivers",
         "libvulkan1",
     ];
-    let missing: Vec<&str> = packages
-        .iter()
-        .copied()
-        .filter(|p| !dpkg_installed(p))
-        .collect();
-    if !missing.is_empty() {
-        let sudo = !is_root();
-        let apt = |args: &[&str]| {
-            if sudo {
-                let mut all = vec!["apt-get"];
-                all.extend_from_slice(args);
-                run("sudo", &all)
-            } else {
-                run("apt-get", args)
-            }
-        };
-        apt(&["update"])?;
-        let mut args = vec!["install", "-y", "--no-install-recommends"];
-        args.extend(missing.iter().copied());
-        apt(&args)?;
-    }
+    apt_install(&packages)?;
     if !root()
         .join("tests/e2e/node_modules/playwright-core/package.json")
         .exists()
@@ -66,6 +47,40 @@ pub fn test_tools() -> Result<(), String> {
         )?;
     }
     Ok(())
+}
+
+/// What `cargo xtask fuzz` needs: a C++ compiler for libFuzzer, which libfuzzer-sys builds.
+pub fn fuzz_tools() -> Result<(), String> {
+    if output("c++", &["--version"]).is_none() {
+        apt_install(&["g++"])?;
+    }
+    Ok(())
+}
+
+/// Installs the Debian packages of `packages` that are missing (as root, or through sudo).
+fn apt_install(packages: &[&str]) -> Result<(), String> {
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| !dpkg_installed(p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let sudo = !is_root();
+    let apt = |args: &[&str]| {
+        if sudo {
+            let mut all = vec!["apt-get"];
+            all.extend_from_slice(args);
+            run("sudo", &all)
+        } else {
+            run("apt-get", args)
+        }
+    };
+    apt(&["update"])?;
+    let mut args = vec!["install", "-y", "--no-install-recommends"];
+    args.extend(missing.iter().copied());
+    apt(&args)
 }
 
 fn output(program: &str, args: &[&str]) -> Option<String> {

@@ -4,6 +4,8 @@
 
 use leptos::prelude::*;
 
+use crate::state::{self, EmbedView, Page};
+
 /// The query part of the current `location.hash`.
 pub fn hash_query() -> String {
     let hash = web_sys::window()
@@ -22,21 +24,14 @@ pub fn base_url() -> String {
         .unwrap_or_default()
 }
 
-/// The link to `#/page?query` and a sandboxed `<iframe>` of `#/embed/view?query`.
+/// The link to this page and the embed snippet of one of its views (`state::share_links`).
 pub fn share_links(
-    page: &str,
-    view: &str,
+    views: (Page, EmbedView),
     query: &str,
-    (w, h): (u32, u32),
+    size: (u32, u32),
     title: &str,
 ) -> (String, String) {
-    let base = base_url();
-    (
-        format!("{base}#/{page}?{query}"),
-        format!(
-            "<iframe src=\"{base}#/embed/{view}?{query}\" width=\"{w}\" height=\"{h}\" title=\"{title}\" sandbox=\"allow-scripts\" loading=\"lazy\"></iframe>"
-        ),
-    )
+    state::share_links(&base_url(), views, query, size, title)
 }
 
 /// The settings an address could not supply, each with what replaced it.

@@ -12,6 +12,7 @@ use moescope_engine::plan::Optimizations;
 
 use crate::components::{hash_query, share_links, LossCurves, SettingsWarnings, SharePanel};
 use crate::labs::{self, Lab, Run, SandboxMetric};
+use crate::state::{EmbedView, Page};
 
 /// Kernels and speedup of the sandbox's decode step, measured once per page visit.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -221,7 +222,7 @@ pub fn LabsPage() -> impl IntoView {
             <button data-testid="labs-share" on:click=move |_| {
                 if let Some(lab) = for_share.get(current.get_untracked()) {
                     let q = labs::encode_state(lab);
-                    share.set(Some(share_links("labs", "lab", &q, (760, 900), &format!("MoEscope lab: {}", lab.title))));
+                    share.set(Some(share_links((Page::Labs, EmbedView::Lab), &q, (760, 900), &format!("MoEscope lab: {}", lab.title))));
                 }
             }>"Share / Embed"</button>
         </div>

@@ -14,6 +14,7 @@ use crate::components::{
     WaterfallChart,
 };
 use crate::rack_state::{self, LoadKind, AUTO, MODELS, PRECISIONS, PRESETS, SYSTEMS};
+use crate::state::{EmbedView, Page};
 
 /// Points of the Pareto sweep.
 const SWEEP_POINTS: usize = 40;
@@ -202,7 +203,7 @@ pub fn RackExplorer() -> impl IntoView {
             <div class="controls">
                 <button data-testid="rack-share" on:click=move |_| {
                     let q = state.with(rack_state::encode);
-                    share.set(Some(share_links("rack", "rack-summary", &q, (720, 420), "MoEscope rack")));
+                    share.set(Some(share_links((Page::Rack, EmbedView::RackSummary), &q, (720, 420), "MoEscope rack")));
                 }>"Share / Embed"</button>
             </div>
             <SharePanel share=share prefix="rack" views="rack summary; views: rack-summary, pareto, waterfall" />

@@ -408,7 +408,8 @@ impl Generator {
             }
         }
         let c = engine.config();
-        let needed = prompt.len() + opts.max_new_tokens;
+        // Saturating: a request for usize::MAX tokens is refused, not wrapped round.
+        let needed = prompt.len().saturating_add(opts.max_new_tokens);
         if needed > c.max_seq_len {
             return Err(ModelError::ContextFull {
                 needed,

@@ -79,18 +79,8 @@ pub(super) async fn generate(
         gpu_engine(engines, &w, (choice, optimizations, format), s).await?
     };
     if engine.is_none() {
-        match cpu_worker(engines) {
-            Ok(worker) => {
-                s.backend_label.set(cpu_label(format, dispatch_fp8, " in a Web Worker"));
-                s.status.set(Status::Running);
-                return run_in_worker(&worker, (prompt, n, dispatch_fp8), &rt.stop, s).await;
-            }
-            Err(why) => add_note(
-                s,
-                format!(
-                    "The CPU engine runs on the main thread here, so the page pauses between tokens: no Web Worker could be started ({why})."
-                ),
-            ),
+        if let Some(done) = in_worker(rt, (format, dispatch_fp8), (prompt, n), s).await {
+            return done;
         }
     }
     let mut engine = match engine {
@@ -136,6 +126,38 @@ pub(super) async fn generate(
     result
 }
 
+/// The run in the CPU worker, or None (with a note) where it must run on the page instead: no
+/// worker can be started here, or this one never started (its script or wasm did not load; it
+/// is then dropped, so later runs do not try it again).
+async fn in_worker(
+    rt: &Runtime,
+    (format, dispatch_fp8): (Format, bool),
+    (prompt, n): (&[u32], usize),
+    s: GenState,
+) -> Option<Result<(), String>> {
+    let worker = match cpu_worker(&rt.engines) {
+        Ok(w) => w,
+        Err(why) => {
+            add_note(s, main_thread_note(&why));
+            return None;
+        }
+    };
+    s.backend_label
+        .set(cpu_label(format, dispatch_fp8, " in a Web Worker"));
+    s.status.set(Status::Running);
+    match run_in_worker(&worker, (prompt, n, dispatch_fp8), &rt.stop, s).await {
+        Err(why) if !worker.started() => {
+            let mut cell = rt.engines.borrow_mut();
+            cell.worker = None;
+            cell.worker_error = Some(why.clone());
+            drop(cell);
+            add_note(s, main_thread_note(&why));
+            None
+        }
+        done => Some(done),
+    }
+}
+
 /// The GPU engine for these settings: the cached one if it holds this format and its device
 /// lives, else a new one; None (with a note) where WebGPU is not usable and the choice is Auto.
 async fn gpu_engine(
@@ -178,6 +200,12 @@ async fn gpu_engine(
         )));
     }
     Ok(engine)
+}
+
+fn main_thread_note(why: &str) -> String {
+    format!(
+        "The CPU engine runs on the main thread here, so the page pauses between tokens: no Web Worker could be started ({why})."
+    )
 }
 
 /// Adds a sentence to the fallback note.

@@ -22,6 +22,7 @@ use leptos::prelude::*;
 
 use super::{share_links, KernelTimeline, OptimizationSwitches, SharePanel};
 use crate::sandbox_state::{self, SandboxState};
+use crate::state::{EmbedView, Page};
 use compare_baseline::compare_baseline;
 use format_picker::format_picker;
 use gen_output::gen_output;
@@ -46,8 +47,7 @@ pub fn GeneratePanel(
     let share = move |_| {
         let q = sandbox_state::encode(&st.settings());
         st.share.set(Some(share_links(
-            "sandbox",
-            "sandbox-mini",
+            (Page::Sandbox, EmbedView::SandboxMini),
             &q,
             (760, 720),
             "MoEscope sandbox",
