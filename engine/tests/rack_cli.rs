@@ -33,7 +33,11 @@ fn write(name: &str, text: &str) -> String {
 fn fails_naming(text: &str, name: &str, needles: &[&str]) {
     let path = write(name, text);
     let out = moescope(&["rack", "eval", &path]);
-    assert!(!out.status.success(), "{text} should be refused");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{text} should be refused as invalid"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     for n in needles {
         assert!(err.contains(n), "error {err:?} should mention {n:?}");
@@ -205,4 +209,41 @@ fn bad_scenarios_name_the_field_and_the_allowed_values() {
     fails_naming("not toml at all [", "h.toml", &["scenario"]);
     let out = moescope(&["rack", "eval", "/no/such/file.toml"]);
     assert!(!out.status.success());
+}
+
+/// Numbers past what the model represents are refused with exit 2 and the field's limit, never
+/// printed as `null` (JSON's NaN) with exit 0.
+#[test]
+fn out_of_range_numbers_exit_2_with_the_limit() {
+    let training = include_str!("../../scenarios/seed-gpt3-175b-training.toml").replace(
+        "global_batch_tokens = 524288",
+        "global_batch_tokens = 1e300",
+    );
+    let decode = "system = \"gb200-nvl72\"\nmodel = \"deepseek-r1\"\nphase = \"decode\"\n";
+    for (text, name, needles) in [
+        (training, "t.toml", ["global_batch_tokens", "at most 1e10"]),
+        (
+            format!("{decode}concurrency = 1e300\n"),
+            "c.toml",
+            ["concurrency", "at most 1e9"],
+        ),
+        (
+            format!("{decode}batch_per_gpu = 1e7\n"),
+            "b.toml",
+            ["batch_per_gpu", "at most 1e6"],
+        ),
+    ] {
+        let path = write(name, &text);
+        let out = moescope(&["rack", "eval", &path]);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        assert!(
+            out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        for n in needles {
+            assert!(err.contains(n), "error {err:?} should mention {n:?}");
+        }
+    }
 }

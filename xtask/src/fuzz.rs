@@ -19,12 +19,12 @@ const SHORT_RUNS: u64 = 200_000;
 const LONG_RUNS: u64 = 10_000_000;
 /// Every target, as `moescope_fuzz::TARGETS` names them, with the longest input worth trying.
 const TARGETS: [(&str, u32); 6] = [
-    ("address", 4096),
-    ("share_link", 4096),
+    ("address", 1024),
+    ("share_link", 1024),
     ("scenario", 4096),
     ("lab_file", 16384),
     ("checkpoint", 65536),
-    ("worker_message", 4096),
+    ("worker_message", 1024),
 ];
 const HOST: &str = "x86_64-unknown-linux-gnu";
 

@@ -193,9 +193,34 @@ enum Suite {
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
+        Err(Failure::Invalid(message)) => {
+            eprintln!("moescope: {message}");
+            // As for a bad argument (clap): the input is wrong, not the program.
+            ExitCode::from(2)
+        }
+        Err(Failure::Other(message)) => {
             eprintln!("moescope: {message}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Why a command failed: an invalid input (a scenario; exit 2), or anything else (exit 1).
+enum Failure {
+    Invalid(String),
+    Other(String),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure::Other(message)
+    }
+}
+
+impl From<Failure> for String {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::Invalid(m) | Failure::Other(m) => m,
         }
     }
 }
@@ -218,7 +243,7 @@ fn gpu_context() -> Result<GpuContext, String> {
     pollster::block_on(GpuContext::new()).map_err(|e| e.to_string())
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Adapter => {
             let ctx = gpu_context()?;
@@ -878,27 +903,31 @@ fn print_decode(r: &bench::decode::DecodeBench) {
     }
 }
 
-fn load_scenario(path: &str) -> Result<rack::Scenario, String> {
+fn load_scenario(path: &str) -> Result<rack::Scenario, Failure> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    rack::Scenario::from_text(path, &text).map_err(|e| format!("{path}: {e}"))
+    rack::Scenario::from_text(path, &text).map_err(|e| invalid(path, e))
 }
 
-fn run_rack(command: RackCommand) -> Result<(), String> {
+fn invalid(path: &str, e: rack::RackError) -> Failure {
+    Failure::Invalid(format!("{path}: {e}"))
+}
+
+fn run_rack(command: RackCommand) -> Result<(), Failure> {
     let params = rack::Params::fitted();
     match command {
         RackCommand::Eval { scenario } => {
             let s = load_scenario(&scenario)?;
-            let e = rack::eval(&s, &params).map_err(|e| format!("{scenario}: {e}"))?;
+            let e = rack::eval(&s, &params).map_err(|e| invalid(&scenario, e))?;
             println!("{}", to_json(&e)?);
         }
         RackCommand::Sweep { scenario, points } => {
             let s = load_scenario(&scenario)?;
-            let curve = rack::sweep(&s, &params, points).map_err(|e| format!("{scenario}: {e}"))?;
+            let curve = rack::sweep(&s, &params, points).map_err(|e| invalid(&scenario, e))?;
             println!("{}", to_json(&curve)?);
         }
         RackCommand::Waterfall { scenario } => {
             let s = load_scenario(&scenario)?;
-            let steps = rack::waterfall(&s, &params).map_err(|e| format!("{scenario}: {e}"))?;
+            let steps = rack::waterfall(&s, &params).map_err(|e| invalid(&scenario, e))?;
             println!("{}", to_json(&steps)?);
         }
         RackCommand::Calibrate { json, write, check } => {
@@ -919,7 +948,9 @@ fn run_rack(command: RackCommand) -> Result<(), String> {
                 std::fs::write(path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
             }
             if !fit.all_within {
-                return Err("some calibration points are outside their bounds".into());
+                return Err(Failure::Other(
+                    "some calibration points are outside their bounds".into(),
+                ));
             }
         }
     }

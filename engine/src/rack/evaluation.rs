@@ -34,3 +34,39 @@ pub struct Evaluation {
     /// Always true: these are the analytic model's estimates.
     pub estimated: bool,
 }
+
+/// `value` if every number in it is finite, else an error naming the first that is not. The
+/// scenario limits keep the model's arithmetic finite; this is the net under them, so that no
+/// caller ever prints `null` or draws NaN.
+pub fn finite<T: Serialize>(value: T) -> Result<T, super::RackError> {
+    fn first_non_finite(v: &serde_json::Value, path: &str) -> Option<String> {
+        match v {
+            serde_json::Value::Null => Some(path.to_owned()),
+            serde_json::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .find_map(|(i, x)| first_non_finite(x, &format!("{path}[{i}]"))),
+            serde_json::Value::Object(o) => o.iter().find_map(|(k, x)| {
+                first_non_finite(
+                    x,
+                    &if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    },
+                )
+            }),
+            _ => None,
+        }
+    }
+    let json = serde_json::to_value(&value).map_err(|e| super::RackError::Parse(e.to_string()))?;
+    match first_non_finite(&json, "") {
+        None => Ok(value),
+        Some(path) => Err(super::RackError::Invalid {
+            field: "scenario",
+            message: format!(
+                "the model's {path} is not a finite number for these inputs: they lie outside what it represents"
+            ),
+        }),
+    }
+}

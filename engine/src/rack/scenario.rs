@@ -433,13 +433,18 @@ fn resolve_load(f: &ScenarioFile) -> Result<Load, RackError> {
             ))
         }
     };
-    let (value, field) = match load {
-        Load::BatchPerGpu(v) => (v, "batch_per_gpu"),
-        Load::Concurrency(v) => (v, "concurrency"),
-        Load::TargetTokensPerSPerUser(v) => (v, "target_tokens_per_s_per_user"),
+    // The limits are far past any deployment (a million sequences per GPU, a billion users, a
+    // million tokens/s each) and keep every product the model forms finite.
+    let (value, field, max) = match load {
+        Load::BatchPerGpu(v) => (v, "batch_per_gpu", 1e6),
+        Load::Concurrency(v) => (v, "concurrency", 1e9),
+        Load::TargetTokensPerSPerUser(v) => (v, "target_tokens_per_s_per_user", 1e6),
     };
-    if !(value.is_finite() && value > 0.0) {
-        return Err(invalid(field, "must be a positive number"));
+    if !(value.is_finite() && value > 0.0 && value <= max) {
+        return Err(invalid(
+            field,
+            format!("must be a positive number at most {max:e}, got {value:e}"),
+        ));
     }
 
     Ok(load)
@@ -497,8 +502,14 @@ fn resolve_training(f: &ScenarioFile) -> Result<Training, RackError> {
         recompute: f.recompute.unwrap_or(Recompute::Selective),
         virtual_pipeline: positive("virtual_pipeline", f.virtual_pipeline.unwrap_or(1))?,
     };
-    if !(training.global_batch_tokens.is_finite() && training.global_batch_tokens > 0.0) {
-        return Err(invalid("global_batch_tokens", "must be a positive number"));
+    // Ten billion tokens a step: a thousand times the largest published batches (~16 M).
+    const MAX_BATCH_TOKENS: f64 = 1e10;
+    let tokens = training.global_batch_tokens;
+    if !(tokens.is_finite() && tokens > 0.0 && tokens <= MAX_BATCH_TOKENS) {
+        return Err(invalid(
+            "global_batch_tokens",
+            format!("must be a positive number at most {MAX_BATCH_TOKENS:e}, got {tokens:e}"),
+        ));
     }
 
     Ok(training)

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::evaluation::Evaluation;
+use super::evaluation::{finite, Evaluation};
 use super::params::Params;
 use super::scenario::{Load, Optimization, Phase, Scenario};
 use super::step::{self, Shape, Step};
@@ -84,12 +84,12 @@ fn prefill_instance(s: &Scenario, tp: u32) -> Scenario {
 
 /// Evaluates one scenario.
 pub fn eval(s: &Scenario, p: &Params) -> Result<Evaluation, RackError> {
-    match s.phase {
-        Phase::Decode => decode(s, p),
-        Phase::Prefill => Ok(prefill(s, p)),
-        Phase::Serve => serve(s, p),
-        Phase::Train => Ok(train::train(s, p)),
-    }
+    finite(match s.phase {
+        Phase::Decode => decode(s, p)?,
+        Phase::Prefill => prefill(s, p),
+        Phase::Serve => serve(s, p)?,
+        Phase::Train => train::train(s, p),
+    })
 }
 
 fn decode_batch(s: &Scenario, p: &Params) -> Result<f64, RackError> {
@@ -409,7 +409,8 @@ pub fn sweep(s: &Scenario, p: &Params, points: usize) -> Result<Vec<Evaluation>,
                 }
             }
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(finite)
 }
 
 /// One row of a waterfall: the scenario with optimizations added up to this one.
@@ -491,7 +492,7 @@ pub fn waterfall(s: &Scenario, p: &Params) -> Result<Vec<WaterfallStep>, RackErr
         });
         before = after;
     }
-    Ok(out)
+    finite(out)
 }
 
 #[cfg(test)]
