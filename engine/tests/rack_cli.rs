@@ -247,3 +247,20 @@ fn out_of_range_numbers_exit_2_with_the_limit() {
         }
     }
 }
+
+/// docs/RACK_MODEL.md shows exactly the tables the code computes.
+#[test]
+fn the_docs_residual_tables_are_the_codes() {
+    let out = moescope(&["rack", "calibrate", "--check", "--markdown"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let docs = include_str!("../../docs/RACK_MODEL.md");
+    let tables: Vec<&str> = text.trim_end().split("\n\n").collect();
+    assert_eq!(tables.len(), 2, "{text}");
+    for table in tables {
+        assert!(
+            docs.contains(table),
+            "docs/RACK_MODEL.md lacks this table (regenerate it with `moescope rack calibrate --check --markdown`):\n{table}"
+        );
+    }
+}

@@ -153,6 +153,9 @@ enum RackCommand {
         /// Only report the committed fit's residuals; do not refit.
         #[arg(long)]
         check: bool,
+        /// Print the residual and validation tables of docs/RACK_MODEL.md (Markdown).
+        #[arg(long)]
+        markdown: bool,
     },
 }
 
@@ -930,7 +933,12 @@ fn run_rack(command: RackCommand) -> Result<(), Failure> {
             let steps = rack::waterfall(&s, &params).map_err(|e| invalid(&scenario, e))?;
             println!("{}", to_json(&steps)?);
         }
-        RackCommand::Calibrate { json, write, check } => {
+        RackCommand::Calibrate {
+            json,
+            write,
+            check,
+            markdown,
+        } => {
             let fit = if check {
                 calibrate::Fit::of(params)
             } else {
@@ -939,6 +947,9 @@ fn run_rack(command: RackCommand) -> Result<(), Failure> {
             .map_err(|e| e.to_string())?;
             if json {
                 println!("{}", to_json(&fit)?);
+            } else if markdown {
+                let (calibration, validation) = calibrate::markdown(&fit);
+                println!("{calibration}\n{validation}");
             } else {
                 print_fit(&fit);
             }

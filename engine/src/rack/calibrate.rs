@@ -586,6 +586,63 @@ pub struct Fit {
     pub validation: Vec<Residual>,
 }
 
+/// The fit's residual table and validation table as docs/RACK_MODEL.md shows them (a test there
+/// requires the docs to hold exactly these, so they cannot drift from the code).
+pub fn markdown(fit: &Fit) -> (String, String) {
+    let mut calibration = String::from(
+        "| point | metric | measured | predicted | residual | bound |\n|---|---|---:|---:|---:|---:|\n",
+    );
+    for r in &fit.residuals {
+        calibration.push_str(&format!(
+            "| `{}` | {} | {} | {} | {:+.1}% | {:.0}% |\n",
+            r.id,
+            r.metric,
+            figure(r.measured),
+            figure(r.predicted),
+            100.0 * r.residual,
+            100.0 * r.bound
+        ));
+    }
+    let mut validation = String::from(
+        "| point | metric | measured | predicted | residual |\n|---|---|---:|---:|---:|\n",
+    );
+    for r in &fit.validation {
+        validation.push_str(&format!(
+            "| `{}` | {} | {} | {} | {:+.0}% |\n",
+            r.id,
+            r.metric,
+            figure(r.measured),
+            figure(r.predicted),
+            100.0 * r.residual
+        ));
+    }
+    (calibration, validation)
+}
+
+/// Four significant figures, without exponents (a table of tokens/s reads 10,210, not 1.021e4).
+fn figure(x: f64) -> String {
+    let digits = if x == 0.0 {
+        0
+    } else {
+        (3 - x.abs().log10().floor() as i32).max(0) as usize
+    };
+    let text = format!("{x:.digits$}");
+    match text.split_once('.') {
+        None if x.abs() >= 1e4 => {
+            let (sign, int) = text.split_at(usize::from(text.starts_with('-')));
+            let mut grouped = String::new();
+            for (i, c) in int.chars().enumerate() {
+                if i > 0 && (int.len() - i) % 3 == 0 {
+                    grouped.push(',');
+                }
+                grouped.push(c);
+            }
+            format!("{sign}{grouped}")
+        }
+        _ => text,
+    }
+}
+
 pub fn residuals(p: &Params) -> Result<Vec<Residual>, RackError> {
     table(&points(), p)
 }
