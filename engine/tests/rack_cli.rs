@@ -252,7 +252,11 @@ fn out_of_range_numbers_exit_2_with_the_limit() {
 #[test]
 fn the_docs_residual_tables_are_the_codes() {
     let out = moescope(&["rack", "calibrate", "--check", "--markdown"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let docs = include_str!("../../docs/RACK_MODEL.md");
     let tables: Vec<&str> = text.trim_end().split("\n\n").collect();
