@@ -63,10 +63,12 @@ fn address_state_round_trips_in_wasm() {
         .map(|t| labs::parse(t).expect("parses"))
         .collect();
     for (i, lab) in shipped.iter().enumerate() {
-        assert_eq!(
-            labs::parse_state(&labs::encode_state(lab), &shipped),
-            (i, vec![])
-        );
+        for view in labs::LabsView::ALL {
+            assert_eq!(
+                labs::parse_state(&labs::encode_state(lab, view), &shipped),
+                (labs::LabsState { lab: i, view }, vec![])
+            );
+        }
     }
     // Bad input reports, never panics, in wasm too (panic = abort there).
     let (_, warnings) = sandbox_state::parse("v=9&tokens=1e99&prompt=%ZZ");

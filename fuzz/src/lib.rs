@@ -12,7 +12,7 @@
 use std::sync::OnceLock;
 
 use moescope_app::state::{self, EmbedView, Page, Route};
-use moescope_app::{labs, rack_state, sandbox_state, worker};
+use moescope_app::{lab_progress, labs, rack_state, sandbox_state, worker};
 use moescope_engine::model::generate::{Engine, GenerateOptions, Generator, Sampling};
 use moescope_engine::model::{GateFunction, MoeConfig, Weights};
 use moescope_engine::quant::{self, Format};
@@ -27,7 +27,7 @@ pub struct Target {
     pub seeds: fn() -> Vec<Vec<u8>>,
 }
 
-pub const TARGETS: [Target; 6] = [
+pub const TARGETS: [Target; 7] = [
     Target {
         name: "address",
         run: address,
@@ -47,6 +47,11 @@ pub const TARGETS: [Target; 6] = [
         name: "lab_file",
         run: lab_file,
         seeds: lab_seeds,
+    },
+    Target {
+        name: "progress_file",
+        run: progress_file,
+        seeds: progress_seeds,
     },
     Target {
         name: "checkpoint",
@@ -90,10 +95,11 @@ pub fn address(data: &[u8]) {
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(back, sandbox);
     let labs = shipped_labs();
-    let (lab, _) = labs::parse_state(text, labs);
-    let (again, warnings) = labs::parse_state(&labs::encode_state(&labs[lab]), labs);
+    let (state, _) = labs::parse_state(text, labs);
+    let query = labs::encode_state(&labs[state.lab], state.view);
+    let (again, warnings) = labs::parse_state(&query, labs);
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(again, lab);
+    assert_eq!(again, state);
 }
 
 /// A rack state without its scenario name: the address does not carry the name (it is the
@@ -123,7 +129,7 @@ pub fn share_link(data: &[u8]) {
     }
     let labs = shipped_labs();
     let (lab, _) = labs::parse_state(text, labs);
-    let query = labs::encode_state(&labs[lab]);
+    let query = labs::encode_state(&labs[lab.lab], lab.view);
     for state in opened(base, (Page::Labs, EmbedView::Lab), &query) {
         assert_eq!(labs::parse_state(&state, labs), (lab, vec![]));
     }
@@ -222,9 +228,27 @@ pub fn lab_file(data: &[u8]) {
         if let Ok(v) = labs::run_rack(&step.run) {
             assert!(v.is_finite(), "{}: {v}", step.title);
         }
-        let verdict = labs::check(step.tolerance, 1.0, step.tolerance);
+        let verdict = step.check(1.0, 1.0);
         assert!(verdict.off_by.is_finite());
+        if let labs::Rule::Within(_) = step.rule() {
+            assert!(verdict.close(), "an exact prediction is close");
+        }
     }
+}
+
+/// A progress file a student hands in: refused with a message, or imported; what was imported
+/// exports and imports again to the same progress with no warning.
+pub fn progress_file(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let labs = shipped_labs();
+    let Ok((progress, _)) = lab_progress::import(text, labs) else {
+        return;
+    };
+    let (again, warnings) = lab_progress::import(&progress.to_json(), labs).expect("re-imports");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(again, progress);
 }
 
 /// A checkpoint: refused with a message, or loaded; a loaded one writes out and reads back to
@@ -353,6 +377,21 @@ fn scenario_seeds() -> Vec<Vec<u8>> {
         seeds.push([b"\x01", json.as_bytes()].concat());
     }
     seeds
+}
+
+/// A progress file with an answer to the first step of every shipped lab.
+fn progress_seeds() -> Vec<Vec<u8>> {
+    let mut p = lab_progress::Progress::new();
+    p.student = "Ada Lovelace".into();
+    for lab in shipped_labs() {
+        let answer = lab_progress::Answer {
+            prediction: 2.0,
+            value: 1.5,
+            close: false,
+        };
+        p.record(&lab.id, 0, answer);
+    }
+    vec![p.to_json().into_bytes()]
 }
 
 fn lab_seeds() -> Vec<Vec<u8>> {

@@ -214,6 +214,11 @@ fn lab_file() {
 }
 
 #[test]
+fn progress_file() {
+    campaign("progress_file");
+}
+
+#[test]
 fn checkpoint() {
     campaign("checkpoint");
 }

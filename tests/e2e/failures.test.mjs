@@ -124,15 +124,22 @@ test('a refused requestDevice is reported, and the CPU engine runs instead', asy
   });
 });
 
-// The app keeps its state in the URL, not in storage; a browser that blocks storage, or whose
-// storage is full, must not break it.
-async function withStorage(script) {
+// The app keeps its state in the URL; only the labs' progress is stored. A browser that blocks
+// storage, or whose storage is full, must not break any page, and the labs say what it means.
+async function withStorage(script, reason) {
   await withPage({ webgpu: false }, async ({ page, problems }) => {
     await page.addInitScript(script);
     await page.goto(`${server.base}#/rack`);
     await page.getByTestId('rack-summary').waitFor();
     await page.goto(`${server.base}#/labs`);
     await page.getByTestId('lab-step-0').waitFor();
+    await page.getByTestId('lab-predict-0').fill('80');
+    await page.getByTestId('lab-run-0').click();
+    await page.getByTestId('lab-result-0').waitFor();
+    assert.equal(await page.getByTestId('lab-progress-problem').innerText(),
+      `Progress is not saved: ${reason}. It lasts until you leave the page; export it to keep it.`);
+    await page.getByTestId('lab-progress').locator('summary').click();
+    assert.equal(await page.getByTestId('lab-export').isVisible(), true, 'the export is offered');
     await page.goto(`${server.base}#/sandbox`);
     await page.getByTestId('generator').waitFor();
     await generate(page, 2);
@@ -141,11 +148,12 @@ async function withStorage(script) {
 }
 
 test('with localStorage disabled every page still works', () => withStorage(() =>
-  Object.defineProperty(window, 'localStorage', { get() { throw new DOMException('The operation is insecure.', 'SecurityError'); } })));
+  Object.defineProperty(window, 'localStorage', { get() { throw new DOMException('The operation is insecure.', 'SecurityError'); } }),
+'this browser does not let the page use localStorage'));
 
 test('with localStorage full every page still works', () => withStorage(() => {
   Storage.prototype.setItem = () => { throw new DOMException('The quota has been exceeded.', 'QuotaExceededError'); };
-}));
+}, 'localStorage is full or read-only'));
 
 test('an embed address with every parameter out of range lists each one and still renders', async () => {
   await withPage({ webgpu: false }, async ({ page, problems }) => {

@@ -18,11 +18,12 @@ const SHORT_RUNS: u64 = 200_000;
 /// `--long`: the campaign docs/RELIABILITY.md records.
 const LONG_RUNS: u64 = 10_000_000;
 /// Every target, as `moescope_fuzz::TARGETS` names them, with the longest input worth trying.
-const TARGETS: [(&str, u32); 6] = [
+const TARGETS: [(&str, u32); 7] = [
     ("address", 1024),
     ("share_link", 1024),
     ("scenario", 4096),
     ("lab_file", 16384),
+    ("progress_file", 4096),
     ("checkpoint", 65536),
     ("worker_message", 1024),
 ];

@@ -52,14 +52,21 @@ pub fn EmbedPage(view: EmbedView, state: String) -> impl IntoView {
         .into_any()
     } else if view == EmbedView::Lab {
         let (labs, _) = super::labs::shipped();
-        let (i, warnings) = crate::labs::parse_state(&state, &labs);
+        let (at, mut warnings) = crate::labs::parse_state(&state, &labs);
+        if at.view != crate::labs::LabsView::Student {
+            warnings.push(format!(
+                "view {}: an embedded lab shows the student view; open it in MoEscope for the others",
+                at.view.slug()
+            ));
+        }
         let open = labs
-            .get(i)
-            .map(|l| format!("#/labs?{}", crate::labs::encode_state(l)))
+            .get(at.lab)
+            .map(|l| format!("#/labs?{}", crate::labs::encode_state(l, at.view)))
             .unwrap_or_else(|| "#/labs".into());
+        let (progress, _) = crate::progress_store::signal(&labs);
         view! {
             <SettingsWarnings warnings=warnings testid="embed-warnings" />
-            {labs.get(i).cloned().map(|lab| view! { <super::labs::LabView lab=lab /> })}
+            {labs.get(at.lab).cloned().map(|lab| view! { <super::labs::LabView lab=lab progress=progress /> })}
             <p class="muted"><a href=open target="_blank" rel="noopener">"Open in MoEscope"</a></p>
         }
         .into_any()
