@@ -365,6 +365,9 @@ impl ModelError {
 /// The version of the labs' URL state (`#/labs?v=1&lab=ID&view=teacher`).
 pub const STATE_VERSION: u32 = 1;
 
+/// Every setting `parse_state` reads (docs/EMBED.md has a row for each).
+pub const STATE_KEYS: [&str; 3] = ["v", "lab", "view"];
+
 /// Who the labs page is for: a student working through a lab, a teacher reading every answer
 /// and explanation, or the printable summary of a student's progress.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -545,6 +548,28 @@ mod tests {
         assert_eq!(ids.len(), labs.len(), "lab ids are unique");
         for l in &labs {
             assert!(!l.goals.is_empty() && l.minutes > 0, "{}", l.id);
+        }
+    }
+
+    /// docs/LABS.md's table gives each lab's title, time and steps as its file does, in menu order.
+    #[test]
+    fn the_teachers_guide_lists_every_lab_as_it_is() {
+        let doc = include_str!("../../docs/LABS.md");
+        let rows: Vec<&str> = doc.lines().filter(|l| l.starts_with("| `")).collect();
+        let labs = shipped();
+        assert_eq!(rows.len(), labs.len());
+        for (row, l) in rows.iter().zip(&labs) {
+            let want = format!(
+                "| `{}` | {} | {} min | {} |",
+                l.id,
+                l.title,
+                l.minutes,
+                l.steps.len()
+            );
+            assert!(row.starts_with(&want), "{row}\nwant {want}");
+            for g in &l.goals {
+                assert!(row.contains(g.as_str()), "{}: goal {g} missing", l.id);
+            }
         }
     }
 

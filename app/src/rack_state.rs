@@ -10,6 +10,31 @@ use moescope_engine::rack::ScenarioFile;
 /// The URL format's version; `parse` reads only this one.
 pub const VERSION: &str = "1";
 
+/// Every setting `parse` reads (docs/EMBED.md has a row for each).
+pub const KEYS: [&str; 21] = [
+    "v",
+    "preset",
+    "system",
+    "model",
+    "phase",
+    "weights",
+    "act",
+    "kv",
+    "gpus",
+    "tp",
+    "ep",
+    "prefill_gpus",
+    "prefill_tp",
+    "decode_gpus",
+    "in",
+    "out",
+    "load",
+    "at",
+    "opt",
+    "spec",
+    "drafts",
+];
+
 /// Committed scenarios the explorer starts from (the first is the default).
 pub const PRESETS: [(&str, &str, &str); 4] = [
     (

@@ -10,6 +10,9 @@ pub const VERSION: &str = "1";
 /// Longest prompt a URL may set, in characters.
 pub const MAX_PROMPT: usize = 200;
 
+/// Every setting `parse` reads (docs/EMBED.md has a row for each).
+pub const KEYS: [&str; 6] = ["v", "prompt", "tokens", "opt", "format", "dispatch"];
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SandboxState {
     pub prompt: String,

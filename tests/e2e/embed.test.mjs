@@ -76,3 +76,40 @@ test('the sandbox reads its settings from the URL, shares them, and embeds', asy
     assertConsole(problems);
   });
 });
+
+// docs/EMBED.md's widget table: address and documented size of each widget.
+async function documentedWidgets() {
+  const { readFile } = await import('node:fs/promises');
+  const doc = await readFile(new URL('../../docs/EMBED.md', import.meta.url), 'utf8');
+  return [...doc.matchAll(/^\| [^|]+ \| `#\/embed\/([a-z-]+)\?…` \| [^|]+ \| (\d+) × (\d+) \|/gm)]
+    .map(([, view, width, height]) => ({ view, width: Number(width), height: Number(height) }));
+}
+
+test('every widget in docs/EMBED.md renders alone at its size, light and dark', async () => {
+  const widgets = await documentedWidgets();
+  assert.equal(widgets.length, 6, JSON.stringify(widgets));
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    for (const { view, width, height } of widgets) {
+      for (const colorScheme of ['light', 'dark']) {
+        await page.emulateMedia({ colorScheme });
+        await page.setViewportSize({ width, height });
+        await page.goto(`${server.base}#/embed/${view}`);
+        await page.reload();
+        const embed = page.locator(`[data-testid=embed][data-view=${view}]`);
+        await embed.waitFor();
+        assert.equal(await page.getByTestId('embed-warnings').count(), 0, view);
+        assert.equal(await page.locator('.site-header').count(), 0, view);
+        // Something of the widget itself, not only its frame.
+        const part = { lab: 'lab-nvl72-story', 'sandbox-mini': 'generator', 'kernel-timeline': 'generator' }[view] ?? 'embed';
+        await page.getByTestId(part).waitFor();
+        if (!['lab', 'sandbox-mini', 'kernel-timeline'].includes(view)) {
+          await embed.locator('svg, [data-testid=rack-summary]').first().waitFor();
+        }
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        assert.ok(overflow <= 0, `${view} (${colorScheme}) is ${overflow} px wider than ${width}`);
+        await screenshot(page, `widget-${view}-${colorScheme}`);
+      }
+    }
+    assertConsole(problems);
+  });
+});
