@@ -232,6 +232,23 @@ fn out_of_range_numbers_exit_2_with_the_limit() {
             "b.toml",
             ["batch_per_gpu", "at most 1e6"],
         ),
+        // Two token counts whose sum overflowed u32 (a panic, exit 101).
+        (
+            format!("{decode}input_tokens = 4000000000\noutput_tokens = 4000000000\nbatch_per_gpu = 1\n"),
+            "tokens.toml",
+            ["input_tokens", "between 1 and 10000000 tokens"],
+        ),
+        // More requests than the KV cache holds were silently cut to what fits.
+        (
+            format!("{decode}concurrency = 5000000\n"),
+            "full.toml",
+            ["concurrency", "more KV cache than fits"],
+        ),
+        (
+            format!("{decode}gpus = 576\nep = 576\n"),
+            "ep.toml",
+            ["ep = 576", "256 routed experts"],
+        ),
     ] {
         let path = write(name, &text);
         let out = moescope(&["rack", "eval", &path]);

@@ -378,6 +378,20 @@ fn check_split(
             format!("ep = {ep} must divide gpus = {gpus}"),
         ));
     }
+    // More GPUs than routed experts is how DeepSeek decodes (EP320 for 256: redundant copies of
+    // hot experts and the shared expert on GPUs of their own); past two GPUs per expert a GPU
+    // would hold a copy no token needs.
+    if let Some(m) = &model.moe {
+        if ep > 2 * m.routed {
+            return Err(invalid(
+                "ep",
+                format!(
+                    "ep = {ep} is more than two GPUs for each of the {} routed experts of {}",
+                    m.routed, model.name
+                ),
+            ));
+        }
+    }
     if !moe && ep > 1 {
         return Err(invalid(
             "ep",
@@ -495,7 +509,7 @@ fn resolve_comm_sms(f: &ScenarioFile, system: &System) -> Result<u32, RackError>
 
 /// The training run's batch, sequence length, recomputation and virtual pipeline.
 fn resolve_training(f: &ScenarioFile) -> Result<Training, RackError> {
-    let seq_len = positive("seq_len", f.seq_len.unwrap_or(2048))?;
+    let seq_len = tokens("seq_len", f.seq_len.unwrap_or(2048))?;
     let training = Training {
         global_batch_tokens: f.global_batch_tokens.unwrap_or(seq_len as f64 * 1024.0),
         seq_len,
@@ -532,6 +546,21 @@ fn check_fits(s: &Scenario) -> Result<(), RackError> {
         ));
     }
     Ok(())
+}
+
+/// Ten million tokens per sequence: ten times the longest published context windows.
+const MAX_TOKENS: u32 = 10_000_000;
+
+/// A token count: at least 1, at most `MAX_TOKENS`.
+fn tokens(field: &'static str, v: u32) -> Result<u32, RackError> {
+    if v == 0 || v > MAX_TOKENS {
+        Err(invalid(
+            field,
+            format!("must be between 1 and {MAX_TOKENS} tokens, got {v}"),
+        ))
+    } else {
+        Ok(v)
+    }
 }
 
 fn positive(field: &'static str, v: u32) -> Result<u32, RackError> {
@@ -580,8 +609,8 @@ impl Scenario {
             ep,
             dp,
             pp,
-            input_tokens: positive("input_tokens", f.input_tokens.unwrap_or(1024))?,
-            output_tokens: positive("output_tokens", f.output_tokens.unwrap_or(1024))?,
+            input_tokens: tokens("input_tokens", f.input_tokens.unwrap_or(1024))?,
+            output_tokens: tokens("output_tokens", f.output_tokens.unwrap_or(1024))?,
             load,
             optimizations,
             speculative: f.speculative,
@@ -643,7 +672,8 @@ impl Scenario {
     /// and workspace) over the KV of a full-length sequence.
     pub fn max_batch_per_gpu(&self) -> f64 {
         let free = self.system.gpu.hbm_gb * 1e9 * 0.9 - self.weight_bytes_per_gpu();
-        let per_seq = self.kv_bytes_per_sequence((self.input_tokens + self.output_tokens) as f64);
+        let per_seq =
+            self.kv_bytes_per_sequence(self.input_tokens as f64 + self.output_tokens as f64);
         // Under attention TP every rank of the group holds its share of the group's sequences.
         let group = match self.model.attention {
             super::models::Attention::Mla { .. } => self.attention_tp() as f64,

@@ -106,7 +106,14 @@ fn decode_batch(s: &Scenario, p: &Params) -> Result<f64, RackError> {
             message: format!("{b} sequences per GPU need more KV cache than fits ({max:.1} do)"),
         }),
         Load::BatchPerGpu(b) => Ok(b),
-        Load::Concurrency(c) => Ok((c / s.gpus as f64).min(max)),
+        Load::Concurrency(c) if c / s.gpus as f64 > max => Err(RackError::Invalid {
+            field: "concurrency",
+            message: format!(
+                "{c} requests are {:.1} sequences per GPU, more KV cache than fits ({max:.1} do)",
+                c / s.gpus as f64
+            ),
+        }),
+        Load::Concurrency(c) => Ok(c / s.gpus as f64),
         Load::TargetTokensPerSPerUser(target) => largest(max, |b| {
             let (step, acc) = decode_at(s, p, b);
             user_rate(&step, acc) >= target
@@ -132,7 +139,7 @@ fn decode(s: &Scenario, p: &Params) -> Result<Evaluation, RackError> {
     let (step, acc) = decode_at(s, p, b);
     let user = user_rate(&step, acc);
     let out = b * user;
-    let io = (s.input_tokens + s.output_tokens) as f64 / s.output_tokens as f64;
+    let io = (s.input_tokens as f64 + s.output_tokens as f64) / s.output_tokens as f64;
     Ok(Evaluation {
         tokens_per_s_per_user: user,
         output_tokens_per_s_per_gpu: out,
@@ -325,7 +332,7 @@ impl<'a> Deployment<'a> {
         let gpus = self.decode_gpus + self.prefill_gpus;
         let user = user_rate(&pt.step, pt.accepted);
         let out = pt.rate * s.output_tokens as f64 / gpus;
-        let total = pt.rate * (s.input_tokens + s.output_tokens) as f64 / gpus;
+        let total = pt.rate * (s.input_tokens as f64 + s.output_tokens as f64) / gpus;
         Evaluation {
             tokens_per_s_per_user: user,
             output_tokens_per_s_per_gpu: out,
@@ -345,7 +352,15 @@ fn serve(s: &Scenario, p: &Params) -> Result<Evaluation, RackError> {
     let dep = Deployment::new(s, p);
     let max = dep.max_batch();
     let (b, queued) = match s.load {
-        Load::BatchPerGpu(b) => (b.min(max), 0.0),
+        Load::BatchPerGpu(b) if b > max => {
+            return Err(RackError::Invalid {
+                field: "batch_per_gpu",
+                message: format!(
+                    "{b} sequences per decode GPU need more KV cache than fits ({max:.1} do)"
+                ),
+            })
+        }
+        Load::BatchPerGpu(b) => (b, 0.0),
         Load::Concurrency(c) => {
             let top = dep.at(max);
             if c >= top.concurrency {
