@@ -3,8 +3,9 @@
 //! testable; the sandbox runs need the visitor's GPU and live in the page. A prediction is checked
 //! against the computed value with the step's relative tolerance.
 
-use moescope_engine::rack::scenario::{Optimization, Phase};
-use moescope_engine::rack::{self, calibrate, Evaluation, Params, Scenario, ScenarioFile};
+use moescope_engine::rack::scenario::Optimization;
+use moescope_engine::rack::validation::{self, ErrorBand};
+use moescope_engine::rack::{self, Evaluation, Params, Scenario, ScenarioFile};
 use serde::Deserialize;
 
 use crate::rack_state::{self, LoadKind};
@@ -29,7 +30,27 @@ pub const SHIPPED: [&str; 12] = [
 
 /// The committed scenarios a lab's rack run starts from, by file stem (a test checks this list
 /// against `scenarios/`).
-pub const SCENARIOS: [(&str, &str); 8] = [
+pub const SCENARIOS: [(&str, &str); 13] = [
+    (
+        "deepseek-h800-decode-ep144",
+        include_str!("../../scenarios/deepseek-h800-decode-ep144.toml"),
+    ),
+    (
+        "deepseek-v3-pretraining",
+        include_str!("../../scenarios/deepseek-v3-pretraining.toml"),
+    ),
+    (
+        "sglang-h100-deepseek-r1-prefill",
+        include_str!("../../scenarios/sglang-h100-deepseek-r1-prefill.toml"),
+    ),
+    (
+        "vllm-gb200-deepseek-r1-wide-ep",
+        include_str!("../../scenarios/vllm-gb200-deepseek-r1-wide-ep.toml"),
+    ),
+    (
+        "vllm-h200-deepseek-r1-wide-ep",
+        include_str!("../../scenarios/vllm-h200-deepseek-r1-wide-ep.toml"),
+    ),
     (
         "seed-nvl72-deepseek-r1-decode",
         include_str!("../../scenarios/seed-nvl72-deepseek-r1-decode.toml"),
@@ -297,69 +318,41 @@ pub fn run_rack(run: &Run) -> Result<f64, String> {
     }
 }
 
-/// Whether a rack run models training (its error band differs: see `ModelError`).
-pub fn trains(run: &Run) -> bool {
-    match run {
-        Run::Rack {
-            scenario, change, ..
-        } => changed_scenario(scenario, change).is_ok_and(|f| f.phase == Phase::Train),
-        _ => false,
-    }
+/// The out-of-sample error band a rack run's figure carries: that of the validation rows in the
+/// regime of its (changed) scenario.
+pub fn error_band(run: &Run) -> Result<ErrorBand, String> {
+    let Run::Rack {
+        scenario, change, ..
+    } = run
+    else {
+        return Err("not a rack run".into());
+    };
+    let s = Scenario::resolve(changed_scenario(scenario, change)?).map_err(|e| e.to_string())?;
+    let e = rack::eval(&s, &Params::fitted()).map_err(|e| e.to_string())?;
+    validation::band_of(&e)
 }
 
-/// How far the rack model is off on public measurements it was not fitted to: the label every
-/// model figure in a lab carries.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ModelError {
-    /// Median |predicted / measured - 1| over the validation rows.
-    pub median: f64,
-    pub max: f64,
-    pub rows: usize,
-}
-
-impl ModelError {
-    /// `of_validation`, computed once (it evaluates every validation scenario).
-    pub fn cached() -> Result<ModelError, String> {
-        static ERROR: std::sync::OnceLock<Result<ModelError, String>> = std::sync::OnceLock::new();
-        ERROR.get_or_init(ModelError::of_validation).clone()
-    }
-
-    pub fn of_validation() -> Result<ModelError, String> {
-        let rows = calibrate::validation_residuals(&Params::fitted()).map_err(|e| e.to_string())?;
-        let mut errors: Vec<f64> = rows.iter().map(|r| r.residual.abs()).collect();
-        errors.sort_by(f64::total_cmp);
-        let n = errors.len();
-        if n == 0 {
-            return Err("the rack model has no validation rows".into());
-        }
-        let median = if n % 2 == 1 {
-            errors[n / 2]
-        } else {
-            (errors[n / 2 - 1] + errors[n / 2]) / 2.0
-        };
-        Ok(ModelError {
-            median,
-            max: errors[n - 1],
-            rows: n,
-        })
-    }
-
-    /// The label of a model figure.
-    pub fn label(&self, training: bool) -> String {
-        if training {
-            "model: an estimate fitted to the two GPT-3 MFU points; no training run outside the \
-             fit checks it yet"
-                .to_owned()
-        } else {
-            format!(
-                "model: an estimate, off by a median of ±{:.0}% (at most ±{:.0}%) on {} public \
-                 serving measurements it was not fitted to",
-                100.0 * self.median,
-                100.0 * self.max,
-                self.rows
-            )
-        }
-    }
+/// The label of a model figure: estimated, and how far off the model has been on measurements
+/// like it that it was not fitted to.
+pub fn band_label(b: &ErrorBand) -> String {
+    let whose = if b.pooled {
+        format!(
+            "all {} public measurements it was not fitted to ({} has too few of its own)",
+            b.rows,
+            b.regime.label()
+        )
+    } else {
+        format!(
+            "{} public measurements of its regime, {}, it was not fitted to",
+            b.rows,
+            b.regime.label()
+        )
+    };
+    format!(
+        "model: an estimate, off by a median of ±{:.0}% (at most ±{:.0}%) on {whose}",
+        100.0 * b.median,
+        100.0 * b.max
+    )
 }
 
 /// The version of the labs' URL state (`#/labs?v=1&lab=ID&view=teacher`).
@@ -689,12 +682,27 @@ mod tests {
     }
 
     #[test]
-    fn the_model_error_band_comes_from_the_validation_rows() {
-        let e = ModelError::of_validation().unwrap();
-        assert!(e.rows >= 10 && e.median > 0.0 && e.median <= e.max, "{e:?}");
-        let label = e.label(false);
-        assert!(label.contains(&format!("{} public", e.rows)), "{label}");
-        assert!(e.label(true).contains("no training run outside the fit"));
+    fn every_rack_figure_carries_the_band_of_its_regime() {
+        use moescope_engine::rack::validation::Regime;
+        for lab in shipped() {
+            for step in &lab.steps {
+                if !matches!(step.run, Run::Rack { .. }) {
+                    continue;
+                }
+                let b = error_band(&step.run).unwrap_or_else(|e| panic!("{}: {e}", step.title));
+                assert!(b.median > 0.0 && b.median <= b.max, "{}: {b:?}", step.title);
+                let label = band_label(&b);
+                assert!(label.starts_with("model: an estimate"), "{label}");
+                assert!(label.contains(b.regime.label()), "{label}");
+                assert!(label.contains(&format!("{} public", b.rows)), "{label}");
+                if b.regime == Regime::Training {
+                    assert!(
+                        b.pooled,
+                        "one training row is too few for a band of its own"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

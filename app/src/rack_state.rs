@@ -137,12 +137,16 @@ pub fn default_state() -> ScenarioFile {
         speculative: None,
         prefill_gpus: None,
         prefill_tp: None,
+        prefill_workers: None,
+        prefill_ep: None,
+        prefill_dp: None,
         decode_gpus: None,
         global_batch_tokens: None,
         seq_len: None,
         comm_sms: None,
         recompute: None,
         virtual_pipeline: None,
+        hardware: None,
     })
 }
 

@@ -78,6 +78,48 @@ fn eval_prints_every_contract_field() {
     assert!((v["tokens_per_s_per_user"].as_f64().unwrap() / 83.0 - 1.0).abs() < 1e-3);
 }
 
+/// `rack eval` adds the TTFT quantiles and the out-of-sample error band of the prediction's
+/// regime; a hardware what-if is echoed.
+#[test]
+fn eval_adds_ttft_quantiles_the_error_band_and_the_hardware_echo() {
+    let v = json(&[
+        "rack",
+        "eval",
+        "scenarios/inferencex-gb200-deepseek-r1-disagg.toml",
+    ]);
+    let (p50, p99, mean) = (
+        v["ttft_ms_p50"].as_f64().unwrap(),
+        v["ttft_ms_p99"].as_f64().unwrap(),
+        v["ttft_ms"].as_f64().unwrap(),
+    );
+    assert!(0.0 < p50 && p50 <= p99, "{p50} {p99}");
+    assert!(
+        p50 <= mean * 1.5 && mean <= p99,
+        "mean {mean} between the quantiles"
+    );
+    let band = v["error_band"].as_f64().unwrap();
+    assert!(band > 0.0 && band < 10.0, "{band}");
+    assert!(v["error_band_max"].as_f64().unwrap() >= band);
+    assert_eq!(v["error_band_regime"], "high_concurrency");
+    assert!(v.get("hardware_overrides").is_none());
+
+    let what_if = include_str!("../../scenarios/seed-nvl72-deepseek-r1-decode.toml").to_string()
+        + "\n[hardware]\nhbm_tb_s = 16\nnvlink_domain = 144\n";
+    let path = write("what-if.toml", &what_if);
+    let faster = json(&["rack", "eval", &path]);
+    assert_eq!(faster["hardware_overrides"]["hbm_tb_s"], 16.0);
+    assert_eq!(faster["hardware_overrides"]["nvlink_domain"], 144.0);
+    let base = json(&[
+        "rack",
+        "eval",
+        "scenarios/seed-nvl72-deepseek-r1-decode.toml",
+    ]);
+    assert!(
+        faster["users_per_rack"].as_f64().unwrap() > base["users_per_rack"].as_f64().unwrap(),
+        "twice the HBM bandwidth serves more users at the same speed"
+    );
+}
+
 #[test]
 fn training_prints_mfu_tokens_and_step_time() {
     let v = json(&["rack", "eval", "scenarios/seed-gpt3-175b-training.toml"]);
@@ -157,11 +199,38 @@ fn calibrate_check_reports_every_point_within_bounds() {
     let v = json(&["rack", "calibrate", "--check", "--json"]);
     assert_eq!(v["all_within"], true);
     let r = v["residuals"].as_array().unwrap();
-    assert!(r.len() >= 10);
+    assert!(r.len() >= 9);
     for p in r {
         let bound = p["bound"].as_f64().unwrap();
         assert!(p["residual"].as_f64().unwrap().abs() <= bound, "{p}");
     }
+    // The contract: validation rows and a summary beside the residuals.
+    let rows = v["validation"].as_array().unwrap();
+    assert!(rows.len() >= 20);
+    for row in rows {
+        for key in ["name", "source", "metric"] {
+            assert!(row[key].is_string(), "{key}: {row}");
+        }
+        let (measured, predicted) = (
+            row["measured"].as_f64().unwrap(),
+            row["predicted"].as_f64().unwrap(),
+        );
+        let rel = row["rel_error"].as_f64().unwrap();
+        assert!((predicted / measured - 1.0 - rel).abs() < 1e-9, "{row}");
+    }
+    let summary = &v["summary"];
+    for key in [
+        "calibration_median",
+        "calibration_max",
+        "validation_median",
+        "validation_max",
+    ] {
+        assert!(summary[key].as_f64().unwrap() >= 0.0, "{key}");
+    }
+    assert_eq!(
+        summary["n_validation"].as_u64().unwrap() as usize,
+        rows.len()
+    );
     let table = moescope(&["rack", "calibrate", "--check"]);
     assert!(table.status.success());
     assert!(String::from_utf8_lossy(&table.stdout).contains("residual"));
@@ -209,6 +278,79 @@ fn bad_scenarios_name_the_field_and_the_allowed_values() {
     fails_naming("not toml at all [", "h.toml", &["scenario"]);
     let out = moescope(&["rack", "eval", "/no/such/file.toml"]);
     assert!(!out.status.success());
+}
+
+/// Every refusal of the scenario checks (issue 30, section 6), each with exit 2 and a message
+/// naming the field and its limit or the numbers that do not fit.
+#[test]
+fn every_impossible_deployment_is_refused_with_its_numbers() {
+    let r1 = "system = \"gb200-nvl72\"\nmodel = \"deepseek-r1\"\nweights = \"fp4\"\n";
+    let serve = format!("{r1}phase = \"serve\"\ndecode_gpus = 32\nep = 32\nconcurrency = 64\n");
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        // More expert-parallel ranks than two per routed expert.
+        (
+            format!("{r1}phase = \"decode\"\ngpus = 72\nep = 72\nbatch_per_gpu = 1\n\
+                     [hardware]\ngpus = 1024\nnvlink_domain = 1024\n")
+                .replace("gpus = 72\nep = 72", "gpus = 1024\nep = 1024"),
+            vec!["ep = 1024", "256 routed experts"],
+        ),
+        // Attention TP that does not divide the heads, in the instance and in a prefill worker.
+        (
+            format!("{r1}phase = \"decode\"\ngpus = 72\ntp = 3\nbatch_per_gpu = 1\n"),
+            vec!["tp", "128 attention heads"],
+        ),
+        (
+            format!("{serve}prefill_gpus = 12\nprefill_tp = 12\n"),
+            vec!["prefill_tp", "128 attention heads"],
+        ),
+        // A prefill worker whose GPUs do not divide the pool.
+        (
+            format!("{serve}prefill_gpus = 10\nprefill_tp = 4\n"),
+            vec!["prefill_tp", "must divide prefill_gpus = 10"],
+        ),
+        // The KV cache of the batch does not fit.
+        (
+            format!("{r1}phase = \"decode\"\nbatch_per_gpu = 5000\n"),
+            vec!["batch_per_gpu", "KV cache", "do)"],
+        ),
+        (
+            format!("{r1}phase = \"decode\"\nconcurrency = 1000000\n"),
+            vec!["concurrency", "KV cache"],
+        ),
+        // Weights that do not fit: the instance, a prefill worker, a training step.
+        (
+            "system = \"hgx-h100\"\nmodel = \"deepseek-r1\"\nphase = \"decode\"\nweights = \"bf16\"\nbatch_per_gpu = 1\n"
+                .to_string(),
+            vec!["does not fit", "GB of weights per GPU"],
+        ),
+        (
+            format!("{serve}prefill_gpus = 2\nprefill_tp = 1\nprefill_dp = 2\n"),
+            vec!["prefill_gpus", "prefill worker of 2 GPUs", "GB of HBM"],
+        ),
+        (
+            "system = \"hgx-h100\"\nmodel = \"gpt3-175b\"\nphase = \"train\"\nweights = \"bf16\"\n\
+             gpus = 16\ntp = 8\npp = 2\nseq_len = 2048\n"
+                .to_string(),
+            vec!["training does not fit", "optimizer state", "activations"],
+        ),
+        // More pipeline stages than layers.
+        (
+            format!("{r1}phase = \"decode\"\ngpus = 64\ntp = 1\npp = 64\nep = 1\nbatch_per_gpu = 1\n"),
+            vec!["pp = 64", "61 layers"],
+        ),
+        // Hardware what-ifs out of range.
+        (
+            format!("{r1}phase = \"decode\"\nbatch_per_gpu = 1\n[hardware]\nhbm_tb_s = 0\n"),
+            vec!["hardware.hbm_tb_s", "at most 100"],
+        ),
+        (
+            format!("{r1}phase = \"decode\"\nbatch_per_gpu = 1\n[hardware]\nbandwidth = 9\n"),
+            vec!["bandwidth"],
+        ),
+    ];
+    for (i, (text, needles)) in cases.iter().enumerate() {
+        fails_naming(text, &format!("refusal-{i}.toml"), needles);
+    }
 }
 
 /// Numbers past what the model represents are refused with exit 2 and the field's limit, never
@@ -276,8 +418,9 @@ fn the_docs_residual_tables_are_the_codes() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     let docs = include_str!("../../docs/RACK_MODEL.md");
+    // Parameters, calibration residuals, validation rows, the validation summary, the bands.
     let tables: Vec<&str> = text.trim_end().split("\n\n").collect();
-    assert_eq!(tables.len(), 2, "{text}");
+    assert_eq!(tables.len(), 5, "{text}");
     for table in tables {
         assert!(
             docs.contains(table),

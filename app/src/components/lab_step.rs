@@ -9,7 +9,7 @@ use moescope_engine::gpu::GpuContext;
 use moescope_engine::plan::Optimizations;
 
 use crate::lab_progress::{Answer, Progress};
-use crate::labs::{self, ModelError, Run, SandboxMetric, Step};
+use crate::labs::{self, Run, SandboxMetric, Step};
 
 /// The sandbox's decode step, eager and fused, measured once per page visit.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -97,8 +97,8 @@ pub fn format_value(v: f64, unit: &str) -> String {
 /// Where a step's value comes from, as the page labels it.
 pub fn provenance(run: &Run) -> String {
     match run {
-        Run::Rack { .. } => match ModelError::cached() {
-            Ok(e) => e.label(labs::trains(run)),
+        Run::Rack { .. } => match labs::error_band(run) {
+            Ok(b) => labs::band_label(&b),
             Err(e) => format!("model: an estimate (its error band could not be computed: {e})"),
         },
         Run::Sandbox { metric } => match metric {

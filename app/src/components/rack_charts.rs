@@ -111,6 +111,7 @@ pub fn ParetoChart(
         .map(y_of)
         .chain([y_of(&current)])
         .chain(measured.iter().map(|m| m.tokens_per_s_per_gpu))
+        .chain(measured.iter().map(|m| m.predicted_tokens_per_s_per_gpu))
         .fold(0.0, f64::max);
     let (xt, xn) = nice_ticks(xmax);
     let (yt, yn) = nice_ticks(ymax);
@@ -148,11 +149,29 @@ pub fn ParetoChart(
                     <text x=PL - 6.0 y=py(v) + 4.0 text-anchor="end" class="timeline-tick">{format!("{v:.0}")}</text>
                 }}).collect_view()}
                 <path d=path class="pareto-line" />
-                {measured.iter().map(|m| view! {
-                    <g class="pareto-measured">
-                        <rect x=px(m.tokens_per_s_per_user) - 5.0 y=py(m.tokens_per_s_per_gpu) - 5.0 width="10" height="10" />
-                        <title>{format!("{}: {:.0} tokens/s per user, {:.0} tokens/s per GPU (measured)", m.label, m.tokens_per_s_per_user, m.tokens_per_s_per_gpu)}</title>
-                    </g>
+                {measured.iter().map(|m| {
+                    let (x, y, model) = (px(m.tokens_per_s_per_user), py(m.tokens_per_s_per_gpu), py(m.predicted_tokens_per_s_per_gpu));
+                    let validation = m.kind == "validation";
+                    let title = format!(
+                        "{}: {:.0} tokens/s per user, {:.0} tokens/s per GPU (measured; {}); the model gives {:.0} for the same deployment and load ({:+.0}%)",
+                        m.label, m.tokens_per_s_per_user, m.tokens_per_s_per_gpu,
+                        if validation { "not fitted" } else { "fitted" },
+                        m.predicted_tokens_per_s_per_gpu, 100.0 * m.rel_error
+                    );
+                    view! {
+                        <g class=if validation { "pareto-validation" } else { "pareto-measured" }
+                            data-testid=if validation { "pareto-validation-point" } else { "pareto-calibration-point" }>
+                            <line x1=x x2=x y1=y y2=model class="pareto-residual" />
+                            <circle cx=x cy=model r="3" class="pareto-model-reading" />
+                            {if validation {
+                                view! { <path d=format!("M{x:.1},{:.1} L{:.1},{y:.1} L{x:.1},{:.1} L{:.1},{y:.1} Z", y - 6.0, x + 6.0, y + 6.0, x - 6.0) /> }.into_any()
+                            } else {
+                                view! { <rect x=x - 5.0 y=y - 5.0 width="10" height="10" /> }.into_any()
+                            }}
+                            <text x=x + 8.0 y=y - 6.0 class="pareto-residual-label">{format!("{:+.0}%", 100.0 * m.rel_error)}</text>
+                            <title>{title}</title>
+                        </g>
+                    }
                 }).collect_view()}
                 <circle cx=px(current.tokens_per_s_per_user) cy=py(y_of(&current)) r="7" class="pareto-current">
                     <title>{format!("this setting: {:.1} tokens/s per user, {:.0} tokens/s per GPU", current.tokens_per_s_per_user, y_of(&current))}</title>
@@ -160,18 +179,23 @@ pub fn ParetoChart(
                 <text x=(PL + PW) / 2.0 y=PH - 6.0 text-anchor="middle" class="timeline-tick">"tokens/s per user"</text>
                 <text x="14" y=(PH - PB) / 2.0 text-anchor="middle" class="timeline-tick" transform=format!("rotate(-90 14 {})", (PH - PB) / 2.0)>{ylabel}</text>
             </svg>
-            {pareto_legend(!measured.is_empty())}
+            {pareto_legend(
+                measured.iter().any(|m| m.kind != "validation"),
+                measured.iter().any(|m| m.kind == "validation"),
+            )}
         </figure>
     }
 }
 
 /// The Pareto chart's legend; measurements only where some are drawn.
-fn pareto_legend(measured: bool) -> impl IntoView {
+fn pareto_legend(fitted: bool, validation: bool) -> impl IntoView {
     view! {
         <ul class="legend">
             <li><span class="swatch line-swatch"></span>"model, over load"</li>
             <li><span class="swatch current-swatch"></span>"this setting"</li>
-            {measured.then(|| view! { <li><span class="swatch measured-swatch"></span>"public measurements"</li> })}
+            {fitted.then(|| view! { <li><span class="swatch measured-swatch"></span>"measured, fitted (calibration)"</li> })}
+            {validation.then(|| view! { <li><span class="swatch validation-swatch"></span>"measured, not fitted (validation)"</li> })}
+            {(fitted || validation).then(|| view! { <li><span class="swatch residual-swatch"></span>"the model's reading of it, and its error"</li> })}
         </ul>
     }
 }

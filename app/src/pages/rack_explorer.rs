@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use moescope_engine::rack::calibrate::ParetoPoint;
 use moescope_engine::rack::precision::Precision;
 use moescope_engine::rack::scenario::{Optimization, Phase, SpecMethod, Speculative};
+use moescope_engine::rack::validation::ErrorBand;
 use moescope_engine::rack::{self, Evaluation, Params, Scenario, ScenarioFile, WaterfallStep};
 
 use crate::components::{
@@ -28,6 +29,8 @@ pub struct Computed {
     pub ms: f64,
     pub phase: Phase,
     pub measured: Vec<ParetoPoint>,
+    /// The out-of-sample error band of the evaluation's regime.
+    pub band: Result<ErrorBand, String>,
 }
 
 /// Evaluates `f`; the error is the model's message (a scenario that cannot run, e.g. weights that
@@ -40,7 +43,8 @@ pub fn compute(f: &ScenarioFile) -> Result<Computed, String> {
     let sweep = rack::sweep(&s, &p, SWEEP_POINTS).unwrap_or_default();
     let waterfall = rack::waterfall(&s, &p).unwrap_or_default();
     Ok(Computed {
-        measured: rack::calibrate::pareto_points(&f.system, &f.model, s.phase),
+        band: rack::validation::band_of(&eval),
+        measured: rack::calibrate::pareto_points(&f.system, &f.model, s.phase, &p),
         phase: s.phase,
         eval,
         sweep,
@@ -113,14 +117,45 @@ fn stat(
     label: &'static str,
     testid: &'static str,
     value: String,
+    band: Option<f64>,
     how: &'static str,
 ) -> impl IntoView {
     view! {
         <div class="stat" data-testid=testid>
-            <div class="stat-value">{value}</div>
+            <div class="stat-value">{value}
+                {band.map(|b| view! { <span class="stat-band" title="typical out-of-sample error of the model in this regime">{format!(" ±{:.0}%", 100.0 * b)}</span> })}
+            </div>
             <div class="stat-label">{label}</div>
             <div class="stat-how">{how}</div>
         </div>
+    }
+}
+
+/// What the error band says, in words.
+fn band_line(band: &Result<ErrorBand, String>) -> String {
+    match band {
+        Ok(b) => {
+            let whose = if b.pooled {
+                format!(
+                    "all {} public measurements it was not fitted to ({} has too few of its own)",
+                    b.rows,
+                    b.regime.label()
+                )
+            } else {
+                format!(
+                    "the {} public measurements in this regime, {}, that it was not fitted to",
+                    b.rows,
+                    b.regime.label()
+                )
+            };
+            format!(
+                "Every figure here is a model estimate. Out of sample it has been off by a median of ±{:.0}% (at most ±{:.0}%) on {whose}: docs/RACK_MODEL.md lists them.",
+                100.0 * b.median, 100.0 * b.max
+            )
+        }
+        Err(e) => format!(
+            "Every figure here is a model estimate; its error band could not be computed: {e}"
+        ),
     }
 }
 
@@ -128,19 +163,21 @@ fn stat(
 #[component]
 pub fn RackSummary(c: Computed) -> impl IntoView {
     let e = &c.eval;
+    let b = c.band.as_ref().ok().map(|b| b.median);
     view! {
+        <p class="error-band" data-testid="rack-error-band">{band_line(&c.band)}</p>
         <div class="stats" data-testid="rack-summary">
-            {stat("tokens/s per user", "rack-tps-user", format!("{:.1}", e.tokens_per_s_per_user),
+            {stat("tokens/s per user", "rack-tps-user", format!("{:.1}", e.tokens_per_s_per_user), b,
                 "accepted tokens per step ÷ step time")}
-            {stat("output tokens/s per GPU", "rack-tps-gpu", format!("{:.0}", e.output_tokens_per_s_per_gpu),
+            {stat("output tokens/s per GPU", "rack-tps-gpu", format!("{:.0}", e.output_tokens_per_s_per_gpu), b,
                 "sequences per GPU × tokens/s per user")}
-            {stat("users per rack", "rack-users", format!("{:.0}", e.users_per_rack),
+            {stat("users per rack", "rack-users", format!("{:.0}", e.users_per_rack), b,
                 "tokens/s per GPU × GPUs per rack ÷ tokens/s per user")}
-            {stat("MFU", "rack-mfu", format!("{:.1}%", 100.0 * e.mfu),
+            {stat("MFU", "rack-mfu", format!("{:.1}%", 100.0 * e.mfu), b,
                 "useful FLOP/s ÷ tensor-core peak")}
-            {stat("MBU", "rack-mbu", format!("{:.1}%", 100.0 * e.mbu),
+            {stat("MBU", "rack-mbu", format!("{:.1}%", 100.0 * e.mbu), b,
                 "bytes moved per second ÷ HBM bandwidth")}
-            {stat("step time", "rack-step", format!("{:.0} µs", e.step_time_us),
+            {stat("step time", "rack-step", format!("{:.0} µs", e.step_time_us), b,
                 "compute, memory, communication and launch gaps, layer by layer")}
         </div>
         <p class="hint">{format!(

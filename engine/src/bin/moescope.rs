@@ -906,6 +906,18 @@ fn print_decode(r: &bench::decode::DecodeBench) {
     }
 }
 
+/// `rack eval`'s output: the evaluation and the out-of-sample error band of its regime (the
+/// median and largest relative error of the validation rows like it).
+#[derive(serde::Serialize)]
+struct Estimate {
+    #[serde(flatten)]
+    evaluation: rack::Evaluation,
+    error_band: f64,
+    error_band_max: f64,
+    error_band_regime: rack::validation::Regime,
+    error_band_rows: usize,
+}
+
 fn load_scenario(path: &str) -> Result<rack::Scenario, Failure> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     rack::Scenario::from_text(path, &text).map_err(|e| invalid(path, e))
@@ -921,7 +933,17 @@ fn run_rack(command: RackCommand) -> Result<(), Failure> {
         RackCommand::Eval { scenario } => {
             let s = load_scenario(&scenario)?;
             let e = rack::eval(&s, &params).map_err(|e| invalid(&scenario, e))?;
-            println!("{}", to_json(&e)?);
+            let band = rack::validation::band_of(&e)?;
+            println!(
+                "{}",
+                to_json(&Estimate {
+                    evaluation: e,
+                    error_band: band.median,
+                    error_band_max: band.max,
+                    error_band_regime: band.regime,
+                    error_band_rows: band.rows,
+                })?
+            );
         }
         RackCommand::Sweep { scenario, points } => {
             let s = load_scenario(&scenario)?;
@@ -948,8 +970,8 @@ fn run_rack(command: RackCommand) -> Result<(), Failure> {
             if json {
                 println!("{}", to_json(&fit)?);
             } else if markdown {
-                let (calibration, validation) = calibrate::markdown(&fit);
-                println!("{calibration}\n{validation}");
+                let (parameters, calibration, validation) = calibrate::markdown(&fit);
+                println!("{parameters}\n{calibration}\n{validation}");
             } else {
                 print_fit(&fit);
             }
@@ -970,9 +992,22 @@ fn run_rack(command: RackCommand) -> Result<(), Failure> {
 
 fn print_fit(fit: &calibrate::Fit) {
     println!("fitted parameters");
-    let values = fit.params.to_vec();
-    for ((name, lo, hi), v) in rack::params::BOUNDS.iter().zip(values) {
-        println!("  {name:<20} {v:>10.4}   (bounds {lo} .. {hi})");
+    for q in &fit.parameters {
+        let error = if q.fixed {
+            "fixed".to_string()
+        } else {
+            format!("± {:.3}", q.standard_error)
+        };
+        println!(
+            "  {:<20} {:>10.4} {:>10}   (bounds {} .. {}){}  pinned by {}",
+            q.name,
+            q.value,
+            error,
+            q.lower_bound,
+            q.upper_bound,
+            if q.at_bound { " AT A BOUND" } else { "" },
+            q.pinned_by.len()
+        );
     }
     println!();
     println!(
@@ -992,15 +1027,30 @@ fn print_fit(fit: &calibrate::Fit) {
         );
     }
     println!();
-    println!("validation (not fitted; see docs/RACK_MODEL.md for why)");
+    println!("validation (never fitted; see docs/RACK_MODEL.md)");
     for r in &fit.validation {
         println!(
-            "{:<30} {:>12.4} {:>12.4} {:>+8.1}%        {}",
-            r.id,
+            "{:<30} {:>12.4} {:>12.4} {:>+8.1}%{}  {:<16} {}",
+            r.name,
             r.measured,
             r.predicted,
-            100.0 * r.residual,
+            100.0 * r.rel_error,
+            if r.within_target { " " } else { "!" },
+            format!("{:?}", r.regime),
             r.metric
         );
     }
+    let s = &fit.summary;
+    println!();
+    println!(
+        "validation: {} rows, median {:.1}%, max {:.1}% (targets {:.0}% / {:.0}%: {}); calibration: median {:.1}%, max {:.1}%",
+        s.n_validation,
+        100.0 * s.validation_median,
+        100.0 * s.validation_max,
+        100.0 * s.target_median,
+        100.0 * s.target_max,
+        if s.meets_targets { "met" } else { "not met" },
+        100.0 * s.calibration_median,
+        100.0 * s.calibration_max
+    );
 }

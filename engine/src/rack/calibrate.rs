@@ -1,78 +1,20 @@
 //! Calibration: the public figures the model must reproduce (shared/calibration/
-//! public-figures.toml), and a least-squares fit of the efficiency parameters to them.
+//! public-figures.toml), a least-squares fit of the efficiency parameters to them, and what the
+//! fit can say about each parameter (its standard error and the points that pin it).
 //!
 //! Each point is a committed scenario file, optionally edited (an optimization removed, a draft
-//! length changed), one output of `eval`, and the measured value on that output's own
-//! definition. Seed figures must come within 5%, the others within 15%.
+//! length changed) and then checked like any scenario, one output of `eval`, and the measured
+//! value on that output's own definition. Seed figures must come within 5%, the others within
+//! 15%. The figures the model is tested against but never fitted to are in `validation`.
 
 use serde::Serialize;
 
 use super::evaluation::Evaluation;
-use super::params::{Params, BOUNDS};
-use super::scenario::{Load, Optimization, Optimizations, Recompute, Scenario, Speculative};
-use super::serve::eval;
+use super::figures::{at_speed, figure, keep, out_per_gpu, scenario, user, without, Point};
+use super::params::{Params, BOUNDS, N};
+use super::scenario::{Optimization, Phase, Recompute, ScenarioFile};
+use super::validation::{self, ValidationRow, ValidationSummary};
 use super::RackError;
-
-/// A change to a committed scenario (an optimization removed, another load).
-type Edit = Box<dyn Fn(&mut Scenario)>;
-
-pub struct Point {
-    pub id: &'static str,
-    pub source: &'static str,
-    pub seed: bool,
-    scenario: (&'static str, &'static str),
-    edit: Edit,
-    pub metric: &'static str,
-    read: fn(&Evaluation) -> f64,
-    /// When set, the point is a gain: read(edit) / read(this edit) - 1.
-    gain_over: Option<Edit>,
-    pub measured: f64,
-}
-
-impl Point {
-    pub fn bound(&self) -> f64 {
-        if self.seed {
-            0.05
-        } else {
-            0.15
-        }
-    }
-
-    pub fn scenario(&self) -> Result<Scenario, RackError> {
-        let (path, text) = self.scenario;
-        let mut s = Scenario::from_text(path, text)?;
-        (self.edit)(&mut s);
-        Ok(s)
-    }
-
-    pub fn predict(&self, p: &Params) -> Result<f64, RackError> {
-        let value = (self.read)(&eval(&self.scenario()?, p)?);
-        match &self.gain_over {
-            None => Ok(value),
-            Some(edit) => {
-                let (path, text) = self.scenario;
-                let mut base = Scenario::from_text(path, text)?;
-                edit(&mut base);
-                Ok(value / (self.read)(&eval(&base, p)?) - 1.0)
-            }
-        }
-    }
-}
-
-macro_rules! scenario {
-    ($file:literal) => {
-        ($file, include_str!(concat!("../../../scenarios/", $file)))
-    };
-}
-
-fn keep(_: &mut Scenario) {}
-
-fn without(s: &mut Scenario, drop: &[Optimization]) {
-    s.optimizations = Optimization::EVERY
-        .iter()
-        .filter(|o| s.optimizations.has(**o) && !drop.contains(o))
-        .fold(Optimizations::none(), |set, &o| set.with(o));
-}
 
 const SEED_NVL72_ADDED: [Optimization; 3] = [
     Optimization::FusedAlltoallLl128,
@@ -80,33 +22,33 @@ const SEED_NVL72_ADDED: [Optimization; 3] = [
     Optimization::Pdl,
 ];
 
-/// The seed's two operating points each give both coordinates; the batch per GPU is their
-/// ratio (951 / 77 = 12.35 sequences, 1105 / 83 = 13.31). We set the batch and predict the
-/// speed: users per rack (= batch x 72) then follows and is not a test of its own.
-fn nvl72_before(s: &mut Scenario) {
-    without(s, &SEED_NVL72_ADDED);
-    s.load = Load::BatchPerGpu(951.0 / 77.0);
+/// The seed's two operating points on the throughput-interactivity curve, read as the seed
+/// reads them: at the speed per user it quotes, how many tokens/s each GPU delivers. Users per
+/// rack (tokens/s per GPU x 72 / tokens/s per user) then follow from the model's own curve.
+fn nvl72_before(f: &mut ScenarioFile) {
+    without(f, &SEED_NVL72_ADDED);
+    at_speed(f, SEED_BEFORE.0);
 }
 
-fn nvl72_after(s: &mut Scenario) {
-    s.load = Load::BatchPerGpu(1105.0 / 83.0);
+fn nvl72_after(f: &mut ScenarioFile) {
+    at_speed(f, SEED_AFTER.0);
 }
 
-fn copy_before(s: &mut Scenario) {
-    without(s, &[Optimization::FusedCopyConcat]);
+fn copy_before(f: &mut ScenarioFile) {
+    without(f, &[Optimization::FusedCopyConcat]);
 }
 
-fn gpt3_jan_2024(s: &mut Scenario) {
-    s.optimizations = Optimizations::none();
-    s.training.recompute = Recompute::Full;
+fn gpt3_jan_2024(f: &mut ScenarioFile) {
+    f.optimizations.clear();
+    f.recompute = Some(Recompute::Full);
 }
 
 /// The "best Blackwell baseline" the record is 4x of: the same deployment without what the
 /// seed lists as the record's additions (EAGLE-3, the three fusions, PDL).
-fn llama4_baseline(s: &mut Scenario) {
-    s.speculative = None;
+fn llama4_baseline(f: &mut ScenarioFile) {
+    f.speculative = None;
     without(
-        s,
+        f,
         &[
             Optimization::FusedGateUpSwiglu,
             Optimization::FusedQkvRopeScale,
@@ -116,32 +58,8 @@ fn llama4_baseline(s: &mut Scenario) {
     );
 }
 
-fn mtp(s: &mut Scenario, draft: u32) {
-    s.speculative = s.speculative.map(|sp| Speculative {
-        draft_tokens: draft,
-        acceptance_length: None,
-        ..sp
-    });
-}
-
-fn no_pdl(s: &mut Scenario) {
-    without(s, &[Optimization::Pdl]);
-}
-
-fn no_mtp(s: &mut Scenario) {
-    s.speculative = None;
-}
-
-fn mtp1(s: &mut Scenario) {
-    mtp(s, 1);
-}
-
-fn user(e: &Evaluation) -> f64 {
-    e.tokens_per_s_per_user
-}
-
-fn out_per_gpu(e: &Evaluation) -> f64 {
-    e.output_tokens_per_s_per_gpu
+fn no_pdl(f: &mut ScenarioFile) {
+    without(f, &[Optimization::Pdl]);
 }
 
 fn copy_concat(e: &Evaluation) -> f64 {
@@ -161,100 +79,110 @@ const B200_DSR1: (&str, &str) = scenario!("trtllm-b200-deepseek-r1-min-latency.t
 
 /// The NVL72 seed's DeepSeek-R1 decode, (tokens/s per user, output tokens/s per GPU): before
 /// (TensorRT-LLM, July 2025) and after fused AllToAll, copy/concat and PDL (August 2025).
-const SEED_BEFORE: (f64, f64) = (77.0, 951.0);
-const SEED_AFTER: (f64, f64) = (83.0, 1105.0);
+pub const SEED_BEFORE: (f64, f64) = (77.0, 951.0);
+pub const SEED_AFTER: (f64, f64) = (83.0, 1105.0);
+/// The seed's users per rack, as it states them (951 x 72 / 77 = 889; 1105 x 72 / 83 = 958).
+pub const SEED_USERS: (f64, f64) = (890.0, 958.0);
 
-/// A public measurement on the throughput-interactivity plane.
+/// A public measurement on the throughput-interactivity plane, with the model's reading of it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ParetoPoint {
     pub label: &'static str,
+    /// "calibration" (fitted) or "validation" (never fitted).
+    pub kind: &'static str,
     pub tokens_per_s_per_user: f64,
-    /// On the measurement's own metric: output tokens per GPU for the seeds, input + output
-    /// (prefill GPUs included) for InferenceX.
+    /// On the chart's metric: output tokens per GPU for decode, input + output (prefill GPUs
+    /// included) for serving.
     pub tokens_per_s_per_gpu: f64,
+    /// The model's tokens/s per GPU for the same deployment and load, and its relative error.
+    pub predicted_tokens_per_s_per_gpu: f64,
+    pub rel_error: f64,
 }
 
-/// The measurements of `system` serving `model` in `phase` that the Pareto chart marks.
-pub fn pareto_points(system: &str, model: &str, phase: super::scenario::Phase) -> Vec<ParetoPoint> {
-    use super::scenario::Phase;
-    if model != "deepseek-r1" {
-        return Vec::new();
+/// The measurements of `system` serving `model` in `phase` that the Pareto chart marks, each
+/// with the model's prediction for it under `p`.
+pub fn pareto_points(system: &str, model: &str, phase: Phase, p: &Params) -> Vec<ParetoPoint> {
+    let mut out = Vec::new();
+    if model == "deepseek-r1" && system == "gb200-nvl72" && phase == Phase::Decode {
+        let labels = [
+            (
+                "nvl72-dsr1-before",
+                "seed, before (TensorRT-LLM, July 2025)",
+                SEED_BEFORE,
+            ),
+            (
+                "nvl72-dsr1-after",
+                "seed, after fused AllToAll, copy/concat, PDL (Aug 2025)",
+                SEED_AFTER,
+            ),
+        ];
+        for pt in points() {
+            if let Some((_, label, (user, gpu))) = labels.iter().find(|l| l.0 == pt.id) {
+                if let Ok(predicted) = pt.predict(p) {
+                    out.push(ParetoPoint {
+                        label,
+                        kind: "calibration",
+                        tokens_per_s_per_user: *user,
+                        tokens_per_s_per_gpu: *gpu,
+                        predicted_tokens_per_s_per_gpu: predicted,
+                        rel_error: predicted / gpu - 1.0,
+                    });
+                }
+            }
+        }
     }
-    match (system, phase) {
-        ("gb200-nvl72", Phase::Decode) => vec![
-            ParetoPoint {
-                label: "seed, before (TensorRT-LLM, July 2025)",
-                tokens_per_s_per_user: SEED_BEFORE.0,
-                tokens_per_s_per_gpu: SEED_BEFORE.1,
-            },
-            ParetoPoint {
-                label: "seed, after fused AllToAll, copy/concat, PDL (Aug 2025)",
-                tokens_per_s_per_user: SEED_AFTER.0,
-                tokens_per_s_per_gpu: SEED_AFTER.1,
-            },
-        ],
-        ("gb200-nvl72", Phase::Serve) => INFERENCEX_ROWS
+    if model == "deepseek-r1" && phase == Phase::Serve {
+        for (row, pt) in validation::INFERENCEX_ROWS
             .iter()
-            .filter(|r| r.system == system)
-            .map(|r| ParetoPoint {
-                label: "InferenceX GB200, Dynamo TRT-LLM + MTP (May 2026)",
-                tokens_per_s_per_user: r.tok_s_user,
-                tokens_per_s_per_gpu: r.tok_s_gpu,
-            })
-            .collect(),
-        _ => Vec::new(),
+            .zip(validation::inferencex_points().chunks(2))
+        {
+            if row.system != system {
+                continue;
+            }
+            if let Ok(predicted) = pt[0].predict(p) {
+                out.push(ParetoPoint {
+                    label: if system == "gb200-nvl72" {
+                        "InferenceX GB200, Dynamo TRT-LLM + MTP (May 2026)"
+                    } else {
+                        "InferenceX B200, Dynamo TRT-LLM + MTP (May 2026)"
+                    },
+                    kind: "validation",
+                    tokens_per_s_per_user: row.tok_s_user,
+                    tokens_per_s_per_gpu: row.tok_s_gpu,
+                    predicted_tokens_per_s_per_gpu: predicted,
+                    rel_error: predicted / row.tok_s_gpu - 1.0,
+                });
+            }
+        }
     }
+    out
 }
 
 /// The calibration set.
 pub fn points() -> Vec<Point> {
-    let mut v = seeds_and_pdl();
-    v.extend(b200_min_latency());
-    v
+    seeds_and_pdl()
 }
 
 fn seeds_and_pdl() -> Vec<Point> {
     vec![
         Point {
-            id: "nvl72-dsr1-before-tok-s-user",
+            id: "nvl72-dsr1-before",
             source: BLOG14,
             seed: true,
             scenario: NVL72,
             edit: Box::new(nvl72_before),
-            metric: "tokens/s per user at 12.35 sequences per GPU, before",
-            read: user,
-            gain_over: None,
-            measured: SEED_BEFORE.0,
-        },
-        Point {
-            id: "nvl72-dsr1-before-tok-s-gpu",
-            source: BLOG14,
-            seed: true,
-            scenario: NVL72,
-            edit: Box::new(nvl72_before),
-            metric: "output tokens/s per GPU, before",
+            metric: "output tokens/s per GPU at 77 tokens/s per user, before",
             read: out_per_gpu,
             gain_over: None,
             measured: SEED_BEFORE.1,
         },
         Point {
-            id: "nvl72-dsr1-after-tok-s-user",
+            id: "nvl72-dsr1-after",
             source: BLOG14,
             seed: true,
             scenario: NVL72,
             edit: Box::new(nvl72_after),
-            metric: "tokens/s per user at 13.31 sequences per GPU, after",
-            read: user,
-            gain_over: None,
-            measured: SEED_AFTER.0,
-        },
-        Point {
-            id: "nvl72-dsr1-after-tok-s-gpu",
-            source: BLOG14,
-            seed: true,
-            scenario: NVL72,
-            edit: Box::new(nvl72_after),
-            metric: "output tokens/s per GPU, after",
+            metric: "output tokens/s per GPU at 83 tokens/s per user, after",
             read: out_per_gpu,
             gain_over: None,
             measured: SEED_AFTER.1,
@@ -339,230 +267,6 @@ fn seeds_and_pdl() -> Vec<Point> {
     ]
 }
 
-const INFERENCEX: (&str, &str) = scenario!("inferencex-gb200-deepseek-r1-disagg.toml");
-
-/// One of InferenceX's disaggregated DeepSeek-R1 FP4 runs, ISL/OSL 1K/1K. InferenceX lists the
-/// 12-GPU prefill pools as "TP=12", which cannot split 128 heads; we read them as three TP 4
-/// workers, like the 4-GPU pools.
-struct InferenceXRow {
-    system: &'static str,
-    concurrency: f64,
-    prefill_gpus: u32,
-    prefill_tp: u32,
-    decode_gpus: u32,
-    ep: u32,
-    /// Total (input + output) tokens/s per GPU, prefill GPUs included.
-    tok_s_gpu: f64,
-    tok_s_user: f64,
-}
-
-const fn row(
-    system: &'static str,
-    concurrency: f64,
-    (prefill_gpus, prefill_tp): (u32, u32),
-    (decode_gpus, ep): (u32, u32),
-    tok_s_gpu: f64,
-    tok_s_user: f64,
-) -> InferenceXRow {
-    InferenceXRow {
-        system,
-        concurrency,
-        prefill_gpus,
-        prefill_tp,
-        decode_gpus,
-        ep,
-        tok_s_gpu,
-        tok_s_user,
-    }
-}
-
-const INFERENCEX_ROWS: [InferenceXRow; 9] = [
-    row("gb200-nvl72", 4.0, (4, 4), (32, 8), 60.7, 286.40),
-    row("gb200-nvl72", 24.0, (4, 4), (32, 8), 274.8, 222.28),
-    row("gb200-nvl72", 180.0, (4, 4), (32, 32), 1149.1, 164.37),
-    row("gb200-nvl72", 2253.0, (12, 4), (32, 32), 7698.0, 90.99),
-    row("gb200-nvl72", 16130.0, (12, 4), (20, 4), 14659.4, 17.82),
-    row("dgx-b200", 6.0, (4, 4), (40, 8), 49.3, 309.17),
-    row("dgx-b200", 45.0, (4, 4), (40, 8), 369.9, 191.18),
-    row("dgx-b200", 875.0, (4, 4), (40, 8), 2832.9, 101.79),
-    row("dgx-b200", 10860.0, (12, 4), (20, 4), 12515.7, 21.34),
-];
-
-fn inferencex_points() -> Vec<Point> {
-    let mut out = Vec::new();
-    for (i, r) in INFERENCEX_ROWS.iter().enumerate() {
-        let (system, conc, ep) = (r.system, r.concurrency, r.ep);
-        let (pg, ptp, dg) = (r.prefill_gpus, r.prefill_tp, r.decode_gpus);
-        let (gpu, usr) = (r.tok_s_gpu, r.tok_s_user);
-        let edit = move |s: &mut Scenario| {
-            if let Ok(sys) = super::hardware::System::by_id(system) {
-                s.system = sys;
-            }
-            s.pools = Some(super::scenario::Pools {
-                prefill_gpus: pg,
-                prefill_tp: ptp,
-                decode_gpus: dg,
-            });
-            s.gpus = ep;
-            s.ep = ep;
-            s.tp = ep.min(8);
-            s.dp = ep / s.tp;
-            s.load = Load::Concurrency(conc);
-            // The runs' recipes are not published. One rule for all rows, the usual practice:
-            // below 4 requests per decode GPU, latency mode (TP attention, 3 MTP drafts);
-            // above, throughput mode (attention DP, 1 draft).
-            let latency_mode = conc / (dg as f64) < 4.0;
-            if latency_mode {
-                without(s, &[Optimization::AttentionDp]);
-            }
-            s.speculative = s.speculative.map(|sp| Speculative {
-                draft_tokens: if latency_mode { 3 } else { 1 },
-                ..sp
-            });
-        };
-        let id: &'static str = [
-            "inferencex-gb200-c4",
-            "inferencex-gb200-c24",
-            "inferencex-gb200-c180",
-            "inferencex-gb200-c2253",
-            "inferencex-gb200-c16130",
-            "inferencex-b200-c6",
-            "inferencex-b200-c45",
-            "inferencex-b200-c875",
-            "inferencex-b200-c10860",
-        ][i];
-        let source = "InferenceX blog 'GB200 NVL72 vs B200 on DeepSeek R1' (2026-05-22)";
-        out.push(Point {
-            id,
-            source,
-            seed: false,
-            scenario: INFERENCEX,
-            edit: Box::new(edit),
-            metric: "total tokens/s per GPU (prefill GPUs included)",
-            read: |e| e.total_tokens_per_s_per_gpu,
-            gain_over: None,
-            measured: gpu,
-        });
-        out.push(Point {
-            id,
-            source,
-            seed: false,
-            scenario: INFERENCEX,
-            edit: Box::new(edit),
-            metric: "tokens/s per user (1000 / TPOT)",
-            read: user,
-            gain_over: None,
-            measured: usr,
-        });
-    }
-    out
-}
-
-/// Public figures the model is checked against but not fitted to, each for a stated reason
-/// (RACK_MODEL.md): their residuals are reported, not bounded.
-pub fn validation() -> Vec<Point> {
-    let mut out = inferencex_points();
-    out.extend(trtllm_max_throughput_points());
-    out
-}
-
-const TRTLLM_MAVERICK: (&str, &str) = scenario!("trtllm-b200-llama4-maverick-max-throughput.toml");
-const TRTLLM_DSR1: (&str, &str) = scenario!("trtllm-b200-deepseek-r1-max-throughput.toml");
-
-/// TensorRT-LLM's performance overview: output tokens/s per GPU of trtllm-bench's offline
-/// throughput run, on 4 B200 (NVFP4, "DEP4") or 8 H200 (FP8, "DEP8"): (id, on H200, ISL, OSL,
-/// measured).
-type TrtllmRow = (&'static str, bool, u32, u32, f64);
-
-const TRTLLM_MAVERICK_ROWS: [TrtllmRow; 6] = [
-    ("trtllm-maverick-b200-1k1k", false, 1000, 1000, 11337.0),
-    ("trtllm-maverick-b200-1k8k", false, 1024, 8192, 5174.0),
-    ("trtllm-maverick-b200-8k1k", false, 8192, 1024, 3279.0),
-    ("trtllm-maverick-h200-1k1k", true, 1000, 1000, 4146.0),
-    ("trtllm-maverick-h200-1k8k", true, 1024, 8192, 1157.0),
-    ("trtllm-maverick-h200-8k1k", true, 8192, 1024, 1276.0),
-];
-
-const TRTLLM_DSR1_ROWS: [TrtllmRow; 5] = [
-    ("trtllm-dsr1-b200-1k1k", false, 1000, 1000, 6463.0),
-    ("trtllm-dsr1-b200-1k8k", false, 1024, 8192, 3862.0),
-    ("trtllm-dsr1-b200-8k1k", false, 8192, 1024, 1168.0),
-    ("trtllm-dsr1-h200-1k1k", true, 1000, 1000, 1627.0),
-    ("trtllm-dsr1-h200-1k8k", true, 1024, 8192, 1218.0),
-];
-
-fn trtllm_max_throughput_points() -> Vec<Point> {
-    let rows = TRTLLM_MAVERICK_ROWS
-        .iter()
-        .map(|r| (TRTLLM_MAVERICK, r))
-        .chain(TRTLLM_DSR1_ROWS.iter().map(|r| (TRTLLM_DSR1, r)));
-    rows.map(|(scenario, &(id, h200, isl, osl, measured))| {
-        let edit = move |s: &mut Scenario| {
-            s.input_tokens = isl;
-            s.output_tokens = osl;
-            if h200 {
-                if let Ok(sys) = super::hardware::System::by_id("hgx-h200") {
-                    s.system = sys;
-                }
-                s.weights = super::precision::Precision::Fp8;
-                s.attention_weights = super::precision::Precision::Fp8;
-                (s.gpus, s.tp, s.ep) = (8, 8, 8);
-            }
-        };
-        Point {
-            id,
-            source: "TensorRT-LLM docs, developer-guide/perf-overview.md (commit 03e27c7)",
-            seed: false,
-            scenario,
-            edit: Box::new(edit),
-            metric: "output tokens/s per GPU, trtllm-bench offline max throughput",
-            read: |e| e.output_tokens_per_s_per_gpu,
-            gain_over: None,
-            measured,
-        }
-    })
-    .collect()
-}
-
-/// TensorRT-LLM tech blog 1 (February 2025 software) at concurrency 1.
-fn b200_min_latency() -> Vec<Point> {
-    vec![
-        Point {
-            id: "b200-dsr1-no-mtp",
-            source: "TensorRT-LLM tech blog 1 (B200 min latency)",
-            seed: false,
-            scenario: B200_DSR1,
-            edit: Box::new(no_mtp),
-            metric: "tokens/s per user, no MTP",
-            read: user,
-            gain_over: None,
-            measured: 111.0,
-        },
-        Point {
-            id: "b200-dsr1-mtp1",
-            source: "TensorRT-LLM tech blog 1 (B200 min latency)",
-            seed: false,
-            scenario: B200_DSR1,
-            edit: Box::new(mtp1),
-            metric: "tokens/s per user, MTP 1 (AR 1.92)",
-            read: user,
-            gain_over: None,
-            measured: 198.0,
-        },
-        Point {
-            id: "b200-dsr1-mtp3",
-            source: "TensorRT-LLM tech blog 1 (B200 min latency)",
-            seed: false,
-            scenario: B200_DSR1,
-            edit: Box::new(keep),
-            metric: "tokens/s per user, MTP 3 (AR 2.82)",
-            read: user,
-            gain_over: None,
-            measured: 253.0,
-        },
-    ]
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct Residual {
     pub id: &'static str,
@@ -577,18 +281,71 @@ pub struct Residual {
     pub within: bool,
 }
 
+/// What the fit can say about one parameter.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParameterFit {
+    pub name: &'static str,
+    pub value: f64,
+    pub lower_bound: f64,
+    pub upper_bound: f64,
+    /// Not fitted: a fixed estimate (equal bounds).
+    pub fixed: bool,
+    /// Within 0.1% of the range of a bound.
+    pub at_bound: bool,
+    /// Standard error from the linearized least squares: sqrt of the diagonal of
+    /// s^2 (J^T J)^-1, J the residuals' derivatives, s^2 their variance per degree of freedom.
+    /// 0 for fixed parameters; infinite where the points cannot tell it from the others.
+    pub standard_error: f64,
+    /// The calibration points whose prediction moves by at least 5% of a 100% change of this
+    /// parameter (|d ln predicted / d ln parameter| >= 0.05): the points that pin it.
+    pub pinned_by: Vec<&'static str>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Fit {
     pub params: Params,
     pub residuals: Vec<Residual>,
     pub all_within: bool,
-    /// Figures not fitted: predicted vs measured, no bound.
-    pub validation: Vec<Residual>,
+    /// Figures never fitted: predicted vs measured, each row can fail its target.
+    pub validation: Vec<ValidationRow>,
+    pub summary: ValidationSummary,
+    pub parameters: Vec<ParameterFit>,
 }
 
-/// The fit's residual table and validation table as docs/RACK_MODEL.md shows them (a test there
-/// requires the docs to hold exactly these, so they cannot drift from the code).
-pub fn markdown(fit: &Fit) -> (String, String) {
+/// The fit's parameter, residual and validation tables as docs/RACK_MODEL.md shows them (a test
+/// there requires the docs to hold exactly these, so they cannot drift from the code).
+pub fn markdown(fit: &Fit) -> (String, String, String) {
+    let mut parameters = String::from(
+        "| parameter | fitted | standard error | bounds | pinned by |\n|---|---:|---:|---|---|\n",
+    );
+    for q in &fit.parameters {
+        let error = if q.fixed {
+            "fixed".to_string()
+        } else if q.standard_error.is_finite() {
+            format!("±{}", figure(q.standard_error))
+        } else {
+            "not determined".to_string()
+        };
+        let bounds = format!(
+            "{}–{}{}",
+            q.lower_bound,
+            q.upper_bound,
+            if q.at_bound { " (at a bound)" } else { "" }
+        );
+        let pinned: Vec<String> = q.pinned_by.iter().map(|id| format!("`{id}`")).collect();
+        parameters.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            q.name,
+            figure(q.value),
+            error,
+            bounds,
+            if pinned.is_empty() {
+                "—".to_string()
+            } else {
+                pinned.join(", ")
+            }
+        ));
+    }
     let mut calibration = String::from(
         "| point | metric | measured | predicted | residual | bound |\n|---|---|---:|---:|---:|---:|\n",
     );
@@ -603,61 +360,15 @@ pub fn markdown(fit: &Fit) -> (String, String) {
             100.0 * r.bound
         ));
     }
-    let mut validation = String::from(
-        "| point | metric | measured | predicted | residual |\n|---|---|---:|---:|---:|\n",
-    );
-    for r in &fit.validation {
-        validation.push_str(&format!(
-            "| `{}` | {} | {} | {} | {:+.0}% |\n",
-            r.id,
-            r.metric,
-            figure(r.measured),
-            figure(r.predicted),
-            100.0 * r.residual
-        ));
-    }
-    (calibration, validation)
-}
-
-/// Four significant figures, without exponents (a table of tokens/s reads 10,210, not 1.021e4).
-fn figure(x: f64) -> String {
-    let digits = if x == 0.0 {
-        0
-    } else {
-        (3 - x.abs().log10().floor() as i32).max(0) as usize
-    };
-    let text = format!("{x:.digits$}");
-    match text.split_once('.') {
-        None if x.abs() >= 1e4 => {
-            let (sign, int) = text.split_at(usize::from(text.starts_with('-')));
-            let mut grouped = String::new();
-            for (i, c) in int.chars().enumerate() {
-                if i > 0 && (int.len() - i) % 3 == 0 {
-                    grouped.push(',');
-                }
-                grouped.push(c);
-            }
-            format!("{sign}{grouped}")
-        }
-        _ => text,
-    }
+    (
+        parameters,
+        calibration,
+        validation::markdown(&fit.validation, &fit.summary),
+    )
 }
 
 pub fn residuals(p: &Params) -> Result<Vec<Residual>, RackError> {
-    table(&points(), p)
-}
-
-pub fn validation_residuals(p: &Params) -> Result<Vec<Residual>, RackError> {
-    let mut r = table(&validation(), p)?;
-    for row in &mut r {
-        row.within = true;
-        row.bound = 0.0;
-    }
-    Ok(r)
-}
-
-fn table(points: &[Point], p: &Params) -> Result<Vec<Residual>, RackError> {
-    points
+    points()
         .iter()
         .map(|pt| {
             let predicted = pt.predict(p)?;
@@ -677,15 +388,142 @@ fn table(points: &[Point], p: &Params) -> Result<Vec<Residual>, RackError> {
         .collect()
 }
 
-/// Sum of squared log-ratios, each scaled by its point's bound so that a seed point at 5%
-/// weighs as much as another at 15%.
+/// Standard errors and pinning points of every parameter at `p` (see `ParameterFit`).
+pub fn parameter_fits(p: &Params) -> Result<Vec<ParameterFit>, RackError> {
+    let pts = points();
+    let v = p.to_vec();
+    let base: Vec<f64> = pts
+        .iter()
+        .map(|pt| pt.predict(p))
+        .collect::<Result<_, _>>()?;
+    // Derivatives of ln(predicted) by each free parameter, by central differences of 1%.
+    let free: Vec<usize> = (0..N).filter(|&j| BOUNDS[j].2 > BOUNDS[j].1).collect();
+    let mut elasticity = vec![vec![0.0; pts.len()]; N];
+    let mut jacobian = vec![vec![0.0; free.len()]; pts.len()];
+    for (k, &j) in free.iter().enumerate() {
+        let h = 0.01 * v[j].abs().max(1e-3);
+        let at = |x: f64| -> Result<Vec<f64>, RackError> {
+            let mut w = v;
+            w[j] = x;
+            let q = Params::from_vec(&w);
+            pts.iter().map(|pt| pt.predict(&q)).collect()
+        };
+        let (up, down) = (at(v[j] + h)?, at(v[j] - h)?);
+        for i in 0..pts.len() {
+            // Gains (PDL's 3%) are read as ln(1 + gain), like any other ratio.
+            let ln = |x: f64| {
+                if pts[i].gain_over.is_some() {
+                    x.ln_1p()
+                } else {
+                    x.abs().ln()
+                }
+            };
+            let d = (ln(up[i]) - ln(down[i])) / (2.0 * h);
+            elasticity[j][i] = d * v[j];
+            jacobian[i][k] = d / pts[i].bound();
+        }
+    }
+    let residual2: f64 = pts
+        .iter()
+        .zip(&base)
+        .map(|(pt, &b)| ((b / pt.measured).ln() / pt.bound()).powi(2))
+        .sum();
+    let dof = pts.len().saturating_sub(free.len()).max(1) as f64;
+    let covariance = invert(&normal_matrix(&jacobian, free.len()));
+    Ok((0..N)
+        .map(|j| {
+            let (name, lo, hi) = BOUNDS[j];
+            let fixed = hi <= lo;
+            let standard_error = match free.iter().position(|&f| f == j) {
+                None => 0.0,
+                Some(k) => covariance
+                    .as_ref()
+                    .map(|c| (residual2 / dof * c[k][k]).max(0.0).sqrt())
+                    .unwrap_or(f64::INFINITY),
+            };
+            let margin = 1e-3 * (hi - lo);
+            ParameterFit {
+                name,
+                value: v[j],
+                lower_bound: lo,
+                upper_bound: hi,
+                fixed,
+                at_bound: !fixed && (v[j] - lo < margin || hi - v[j] < margin),
+                standard_error,
+                pinned_by: pts
+                    .iter()
+                    .zip(&elasticity[j])
+                    .filter(|(_, e)| e.abs() >= 0.05)
+                    .map(|(pt, _)| pt.id)
+                    .collect(),
+            }
+        })
+        .collect())
+}
+
+fn normal_matrix(j: &[Vec<f64>], k: usize) -> Vec<Vec<f64>> {
+    let mut m = vec![vec![0.0; k]; k];
+    for row in j {
+        for a in 0..k {
+            for b in 0..k {
+                m[a][b] += row[a] * row[b];
+            }
+        }
+    }
+    m
+}
+
+/// The inverse of a small symmetric matrix by Gauss-Jordan elimination with partial pivoting;
+/// None when it is singular (a parameter the points cannot separate from the others).
+fn invert(m: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+    let n = m.len();
+    let mut a: Vec<Vec<f64>> = m
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mut r = row.clone();
+            r.extend((0..n).map(|j| if i == j { 1.0 } else { 0.0 }));
+            r
+        })
+        .collect();
+    let scale = m.iter().flatten().fold(0.0f64, |s, x| s.max(x.abs()));
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&x, &y| a[x][col].abs().total_cmp(&a[y][col].abs()))?;
+        if a[pivot][col].abs() <= 1e-12 * scale {
+            return None;
+        }
+        a.swap(col, pivot);
+        let p = a[col][col];
+        for x in a[col].iter_mut() {
+            *x /= p;
+        }
+        for row in 0..n {
+            if row != col {
+                let f = a[row][col];
+                let pivot_row = a[col].clone();
+                for (x, y) in a[row].iter_mut().zip(pivot_row) {
+                    *x -= f * y;
+                }
+            }
+        }
+    }
+    Some(a.into_iter().map(|r| r[n..].to_vec()).collect())
+}
+
+/// Least squares under the calibration's own acceptance rule: the sum of squared log-ratios,
+/// each scaled by its point's bound (a seed point at 5% weighs as much as another at 15%), plus
+/// a steep penalty on any point outside its bound, so that the fit is the least-squares one
+/// among those that keep every point within its bound when one exists.
 fn cost(p: &Params, pts: &[Point]) -> f64 {
     if p.pdl_gap_us > p.kernel_gap_us {
         return f64::INFINITY;
     }
     pts.iter()
         .map(|pt| match pt.predict(p) {
-            Ok(v) if v > 0.0 && v.is_finite() => ((v / pt.measured).ln() / pt.bound()).powi(2),
+            Ok(v) if v > 0.0 && v.is_finite() => {
+                let outside = ((v / pt.measured - 1.0).abs() - pt.bound()).max(0.0) / pt.bound();
+                ((v / pt.measured).ln() / pt.bound()).powi(2) + 1e3 * outside.powi(2)
+            }
             _ => 1e6,
         })
         .sum()
@@ -693,8 +531,8 @@ fn cost(p: &Params, pts: &[Point]) -> f64 {
 
 /// Maps a parameter vector to the unbounded space the simplex walks in, and back. Fixed
 /// parameters (equal bounds) map to 0 and back to their value.
-fn to_free(v: &[f64; 9]) -> [f64; 9] {
-    let mut x = [0.0; 9];
+fn to_free(v: &[f64; N]) -> [f64; N] {
+    let mut x = [0.0; N];
     for (i, (_, lo, hi)) in BOUNDS.iter().enumerate() {
         if hi > lo {
             let t = ((v[i] - lo) / (hi - lo)).clamp(1e-9, 1.0 - 1e-9);
@@ -704,8 +542,8 @@ fn to_free(v: &[f64; 9]) -> [f64; 9] {
     x
 }
 
-fn from_free(x: &[f64; 9]) -> [f64; 9] {
-    let mut v = [0.0; 9];
+fn from_free(x: &[f64; N]) -> [f64; N] {
+    let mut v = [0.0; N];
     for (i, (_, lo, hi)) in BOUNDS.iter().enumerate() {
         v[i] = lo + (hi - lo) / (1.0 + (-x[i]).exp());
     }
@@ -717,7 +555,7 @@ fn from_free(x: &[f64; 9]) -> [f64; 9] {
 /// improving; the best result wins.
 pub fn fit(start: &Params) -> Result<Fit, RackError> {
     let pts = points();
-    let f = |x: &[f64; 9]| cost(&Params::from_vec(&from_free(x)), &pts);
+    let f = |x: &[f64; N]| cost(&Params::from_vec(&from_free(x)), &pts);
     let mut best = to_free(&start.to_vec());
     let mut best_cost = f(&best);
     for origin in [*start, Params::PRIOR] {
@@ -742,26 +580,30 @@ pub fn fit(start: &Params) -> Result<Fit, RackError> {
 }
 
 impl Fit {
-    /// The residual tables of `params`.
+    /// Every table of `params`.
     pub fn of(params: Params) -> Result<Fit, RackError> {
         let residuals = residuals(&params)?;
         let all_within = residuals.iter().all(|r| r.within);
+        let validation = validation::rows(&params)?;
+        let errors: Vec<f64> = residuals.iter().map(|r| r.residual).collect();
+        let summary = validation::summary(&errors, &validation);
         Ok(Fit {
             params,
             residuals,
             all_within,
-            validation: validation_residuals(&params)?,
+            validation,
+            summary,
+            parameters: parameter_fits(&params)?,
         })
     }
 }
 
 fn nelder_mead(
-    f: &impl Fn(&[f64; 9]) -> f64,
-    start: [f64; 9],
+    f: &impl Fn(&[f64; N]) -> f64,
+    start: [f64; N],
     step: f64,
     iterations: usize,
-) -> ([f64; 9], f64) {
-    const N: usize = 9;
+) -> ([f64; N], f64) {
     let mut simplex: Vec<([f64; N], f64)> = (0..=N)
         .map(|i| {
             let mut x = start;
@@ -821,30 +663,6 @@ fn nelder_mead(
 mod tests {
     use super::*;
 
-    #[test]
-    fn pareto_points_are_the_calibration_and_validation_figures() {
-        use crate::rack::scenario::Phase;
-        let fitted: Vec<f64> = points()
-            .iter()
-            .filter(|p| p.seed)
-            .map(|p| p.measured)
-            .collect();
-        let seed = pareto_points("gb200-nvl72", "deepseek-r1", Phase::Decode);
-        assert_eq!(seed.len(), 2);
-        for p in &seed {
-            assert!(fitted.contains(&p.tokens_per_s_per_user), "{p:?}");
-            assert!(fitted.contains(&p.tokens_per_s_per_gpu), "{p:?}");
-        }
-        let checked: Vec<f64> = validation().iter().map(|p| p.measured).collect();
-        let serve = pareto_points("gb200-nvl72", "deepseek-r1", Phase::Serve);
-        assert_eq!(serve.len(), 5);
-        for p in &serve {
-            assert!(checked.contains(&p.tokens_per_s_per_user), "{p:?}");
-            assert!(checked.contains(&p.tokens_per_s_per_gpu), "{p:?}");
-        }
-        assert!(pareto_points("gb200-nvl72", "llama4-maverick", Phase::Decode).is_empty());
-    }
-
     /// The committed fit reproduces every calibration point within its bound.
     #[test]
     fn every_calibration_point_is_within_its_bound() {
@@ -864,5 +682,95 @@ mod tests {
             })
             .collect();
         assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
+    /// Users per rack follow from the model's own curve at the seed's speeds (tokens/s per GPU
+    /// x 72 / tokens/s per user) and land within 5% of the seed's 890 and 958.
+    #[test]
+    fn users_per_rack_come_from_the_curve_within_5_percent_of_the_seed() {
+        let p = Params::fitted();
+        let pts = points();
+        for (id, users) in [
+            ("nvl72-dsr1-before", SEED_USERS.0),
+            ("nvl72-dsr1-after", SEED_USERS.1),
+        ] {
+            let pt = pts
+                .iter()
+                .find(|pt| pt.id == id)
+                .unwrap_or_else(|| panic!("{id}"));
+            let e = pt.evaluation(&p).unwrap_or_else(|e| panic!("{e}"));
+            let derived = e.output_tokens_per_s_per_gpu * 72.0 / e.tokens_per_s_per_user;
+            assert!(
+                (e.users_per_rack / derived - 1.0).abs() < 1e-9,
+                "{id}: the definition"
+            );
+            assert!(
+                (e.users_per_rack / users - 1.0).abs() <= 0.05,
+                "{id}: {:.0} users per rack against the seed's {users}",
+                e.users_per_rack
+            );
+        }
+    }
+
+    /// Every parameter the fit chooses is pinned by at least two calibration points, except the
+    /// two that one measurement each determines (documented as inputs in RACK_MODEL.md), and
+    /// each has a finite standard error.
+    #[test]
+    fn every_fitted_parameter_is_pinned_by_two_points() {
+        const INPUTS: [&str; 2] = ["naive_copy_bw_eff", "eagle3_accept"];
+        let fits = parameter_fits(&Params::fitted()).unwrap_or_else(|e| panic!("{e}"));
+        for q in fits.iter().filter(|q| !q.fixed) {
+            assert!(q.standard_error.is_finite(), "{}: {:?}", q.name, q);
+            if INPUTS.contains(&q.name) {
+                assert!(!q.pinned_by.is_empty(), "{}", q.name);
+            } else {
+                assert!(
+                    q.pinned_by.len() >= 2,
+                    "{} is pinned by {:?}",
+                    q.name,
+                    q.pinned_by
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn pareto_points_carry_the_model_reading() {
+        let p = Params::fitted();
+        let seed = pareto_points("gb200-nvl72", "deepseek-r1", Phase::Decode, &p);
+        assert_eq!(seed.len(), 2);
+        assert!(seed.iter().all(|m| m.kind == "calibration"));
+        let serve = pareto_points("gb200-nvl72", "deepseek-r1", Phase::Serve, &p);
+        assert_eq!(serve.len(), 5);
+        let checked: Vec<f64> = validation::points().iter().map(|p| p.measured).collect();
+        for m in &serve {
+            assert_eq!(m.kind, "validation");
+            assert!(checked.contains(&m.tokens_per_s_per_gpu), "{m:?}");
+            let err = m.predicted_tokens_per_s_per_gpu / m.tokens_per_s_per_gpu - 1.0;
+            assert!((err - m.rel_error).abs() < 1e-12);
+        }
+        assert!(pareto_points("gb200-nvl72", "llama4-maverick", Phase::Decode, &p).is_empty());
+    }
+
+    /// No validation figure is a calibration point: the validation set stays out of sample.
+    #[test]
+    fn no_validation_point_is_fitted() {
+        let fitted: Vec<&str> = points().iter().map(|p| p.id).collect();
+        for p in validation::points() {
+            assert!(!fitted.contains(&p.id), "{} is fitted", p.id);
+        }
+    }
+
+    /// The inverse of a 2x2 and the refusal of a singular matrix.
+    #[test]
+    fn small_matrices_invert() {
+        let inv = invert(&[vec![4.0, 7.0], vec![2.0, 6.0]]).unwrap_or_else(|| panic!("invertible"));
+        let expect = [[0.6, -0.7], [-0.2, 0.4]];
+        for i in 0..2 {
+            for j in 0..2 {
+                assert!((inv[i][j] - expect[i][j]).abs() < 1e-12);
+            }
+        }
+        assert!(invert(&[vec![1.0, 2.0], vec![2.0, 4.0]]).is_none());
     }
 }

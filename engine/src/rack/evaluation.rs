@@ -1,6 +1,8 @@
 //! What an evaluation of a scenario returns: the figures `moescope rack eval` prints and the app
 //! draws. Serving and training both fill it in.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::scenario::Phase;
@@ -14,6 +16,9 @@ pub struct Evaluation {
     pub phase: Phase,
     pub tokens_per_s_per_user: f64,
     pub output_tokens_per_s_per_gpu: f64,
+    /// Output tokens/s over the decode GPUs only (a disaggregated deployment's decode pool;
+    /// the same as per GPU when decoding alone).
+    pub output_tokens_per_s_per_decode_gpu: f64,
     /// Input plus output tokens over every GPU (prefill GPUs included), InferenceX's metric.
     pub total_tokens_per_s_per_gpu: f64,
     /// Training: tokens trained per second per GPU.
@@ -28,11 +33,18 @@ pub struct Evaluation {
     pub breakdown_us: Breakdown,
     pub kernels_per_step: f64,
     pub accepted_tokens_per_step: f64,
+    /// Time to first token: the mean, and the median and 99th percentile from the prefill
+    /// queue's wait distribution (`mechanisms::md1_wait_quantile_us`); 0 when decoding alone.
     pub ttft_ms: f64,
+    pub ttft_ms_p50: f64,
+    pub ttft_ms_p99: f64,
     /// One layer's MLA copy/concat kernel in the prefill chunk (0 for GQA models).
     pub copy_concat_us_per_layer: f64,
     /// Always true: these are the analytic model's estimates.
     pub estimated: bool,
+    /// The scenario's `[hardware]` what-ifs, echoed: field -> value.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub hardware_overrides: BTreeMap<&'static str, f64>,
 }
 
 /// `value` if every number in it is finite, else an error naming the first that is not. The

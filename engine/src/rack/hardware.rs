@@ -1,6 +1,8 @@
 //! The hardware catalogue. Every number is from shared/calibration/public-figures.toml; the
 //! comment on each says where that file found it.
 
+use serde::{Deserialize, Serialize};
+
 use super::precision::Precision;
 use super::RackError;
 
@@ -59,6 +61,138 @@ impl System {
             .map(|make| make())
             .find(|s| s.id == id)
             .ok_or_else(|| RackError::unknown("system", id, Self::NAMES))
+    }
+}
+
+/// A scenario's what-if changes to its system's datasheet: any field left out keeps the
+/// catalogue's value. `rack eval` echoes the fields that were set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareOverrides {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_domain: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_gb_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_out_gb_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sms: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_gb: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_tb_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bf16_tflops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_tflops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp4_tflops: Option<f64>,
+}
+
+impl HardwareOverrides {
+    /// Applies the overrides, each checked against a range wide enough for any what-if (ten
+    /// times today's largest figure) and narrow enough to keep the model's arithmetic finite.
+    pub fn apply(&self, system: &mut System) -> Result<(), RackError> {
+        fn count(
+            field: &'static str,
+            v: Option<u32>,
+            max: u32,
+            into: &mut u32,
+        ) -> Result<(), RackError> {
+            if let Some(v) = v {
+                if v == 0 || v > max {
+                    return Err(RackError::Invalid {
+                        field,
+                        message: format!("must be between 1 and {max}, got {v}"),
+                    });
+                }
+                *into = v;
+            }
+            Ok(())
+        }
+        fn rate(
+            field: &'static str,
+            v: Option<f64>,
+            max: f64,
+            into: &mut f64,
+        ) -> Result<(), RackError> {
+            if let Some(v) = v {
+                if !(v.is_finite() && v > 0.0 && v <= max) {
+                    return Err(RackError::Invalid {
+                        field,
+                        message: format!("must be a positive number at most {max}, got {v}"),
+                    });
+                }
+                *into = v;
+            }
+            Ok(())
+        }
+        count("hardware.gpus", self.gpus, 100_000, &mut system.gpus)?;
+        count(
+            "hardware.nvlink_domain",
+            self.nvlink_domain,
+            100_000,
+            &mut system.nvlink_domain,
+        )?;
+        rate(
+            "hardware.nvlink_gb_s",
+            self.nvlink_gb_s,
+            20_000.0,
+            &mut system.nvlink_gb_s,
+        )?;
+        rate(
+            "hardware.scale_out_gb_s",
+            self.scale_out_gb_s,
+            20_000.0,
+            &mut system.scale_out_gb_s,
+        )?;
+        let gpu = &mut system.gpu;
+        count("hardware.sms", self.sms, 10_000, &mut gpu.sms)?;
+        rate("hardware.hbm_gb", self.hbm_gb, 10_000.0, &mut gpu.hbm_gb)?;
+        rate("hardware.hbm_tb_s", self.hbm_tb_s, 100.0, &mut gpu.hbm_tb_s)?;
+        rate(
+            "hardware.bf16_tflops",
+            self.bf16_tflops,
+            100_000.0,
+            &mut gpu.bf16_tflops,
+        )?;
+        rate(
+            "hardware.fp8_tflops",
+            self.fp8_tflops,
+            200_000.0,
+            &mut gpu.fp8_tflops,
+        )?;
+        let mut fp4 = gpu.fp4_tflops.unwrap_or(gpu.fp8_tflops);
+        rate("hardware.fp4_tflops", self.fp4_tflops, 400_000.0, &mut fp4)?;
+        if self.fp4_tflops.is_some() {
+            gpu.fp4_tflops = Some(fp4);
+        }
+        Ok(())
+    }
+
+    /// The overridden fields and their values, for the output.
+    pub fn echo(&self) -> std::collections::BTreeMap<&'static str, f64> {
+        let counts = [
+            ("gpus", self.gpus),
+            ("nvlink_domain", self.nvlink_domain),
+            ("sms", self.sms),
+        ];
+        let rates = [
+            ("nvlink_gb_s", self.nvlink_gb_s),
+            ("scale_out_gb_s", self.scale_out_gb_s),
+            ("hbm_gb", self.hbm_gb),
+            ("hbm_tb_s", self.hbm_tb_s),
+            ("bf16_tflops", self.bf16_tflops),
+            ("fp8_tflops", self.fp8_tflops),
+            ("fp4_tflops", self.fp4_tflops),
+        ];
+        counts
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v as f64)))
+            .chain(rates.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .collect()
     }
 }
 

@@ -105,6 +105,42 @@ pub fn alltoall_us(
     base_us + latency + nvlink.max(network)
 }
 
+/// A point-to-point send of `bytes` (a pipeline stage handing its activations to the next):
+/// a fixed start, one hop and the wire time.
+pub fn p2p_us(bytes: f64, link_bytes_s: f64, latency_us: f64, base_us: f64) -> f64 {
+    base_us + latency_us + 1e6 * bytes / link_bytes_s
+}
+
+/// The `q`-quantile of the wait in an M/D/1 queue (Poisson arrivals, a fixed service time of
+/// `service_us`, utilization `rho` < 1), µs: the first-token wait in front of a prefill pool.
+/// No wait with probability 1 - rho; past that, the Cramer-Lundberg tail of the M/G/1 wait,
+/// P(W > t) ~ C e^(-theta t), where x = theta D solves rho (e^x - 1) = x and
+/// C = (1 - rho) / (rho e^x - 1) (Asmussen, Applied Probability and Queues, XIII.5). The tail
+/// form is exact as t grows and within a few percent of the exact distribution at the median.
+pub fn md1_wait_quantile_us(rho: f64, service_us: f64, q: f64) -> f64 {
+    if rho <= 0.0 || q <= 1.0 - rho {
+        return 0.0;
+    }
+    let rho = rho.min(0.999);
+    // rho (e^x - 1) - x is negative just above 0 and grows without bound: bisect for its root.
+    let (mut lo, mut hi) = (1e-12f64, 1.0f64);
+    while rho * (hi.exp() - 1.0) - hi < 0.0 {
+        hi *= 2.0;
+    }
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if rho * (mid.exp() - 1.0) - mid < 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let x = 0.5 * (lo + hi);
+    let c = (1.0 - rho) / (rho * x.exp() - 1.0);
+    let theta = x / service_us;
+    ((c / (1.0 - q)).ln() / theta).max(0.0)
+}
+
 /// Expected load of the busiest of `ranks` ranks when each receives on average `mean`
 /// token-expert pairs at random (Poisson): mean + sqrt(2 ln(ranks) mean). Balanced routing
 /// (EPLB) is what makes random a fair stand-in; real skew would only add to this.
@@ -243,6 +279,36 @@ mod tests {
         assert!(close(m, 100.0 + (2.0 * 72f64.ln() * 100.0).sqrt(), 1e-12));
         assert!(close(experts_touched(4.0, 1e6), 4.0, 1e-9));
         assert!(experts_touched(256.0, 1.0) < 1.0 + 1e-9);
+    }
+
+    /// The M/D/1 wait quantiles against a simulation of the queue (Lindley's recursion,
+    /// W' = max(0, W + D - A), over 400,000 Poisson arrivals): p50 and p99 within 5% of
+    /// the simulated ones, or within 1% of the service time where the wait is near 0.
+    #[test]
+    fn md1_wait_quantiles_match_a_simulated_queue() {
+        use rand::{Rng, SeedableRng};
+        let service = 100.0;
+        for rho in [0.3, 0.6, 0.9] {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+            let mean_gap = service / rho;
+            let (mut w, mut waits) = (0.0f64, Vec::with_capacity(400_000));
+            for _ in 0..400_000 {
+                waits.push(w);
+                let gap = -mean_gap * (1.0 - rng.random::<f64>()).ln();
+                w = (w + service - gap).max(0.0);
+            }
+            waits.sort_by(f64::total_cmp);
+            for q in [0.5, 0.99] {
+                let simulated = waits[(q * waits.len() as f64) as usize];
+                let model = md1_wait_quantile_us(rho, service, q);
+                assert!(
+                    (model - simulated).abs() <= 0.05 * simulated + 0.01 * service,
+                    "rho {rho}, q {q}: model {model:.1} vs simulated {simulated:.1}"
+                );
+            }
+        }
+        assert_eq!(md1_wait_quantile_us(0.0, service, 0.99), 0.0);
+        assert_eq!(md1_wait_quantile_us(0.3, service, 0.5), 0.0);
     }
 
     #[test]

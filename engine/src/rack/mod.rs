@@ -13,6 +13,7 @@
 
 pub mod calibrate;
 pub mod evaluation;
+pub mod figures;
 pub mod hardware;
 pub mod mechanisms;
 pub mod models;
@@ -22,6 +23,7 @@ pub mod scenario;
 pub mod serve;
 pub mod step;
 pub mod train;
+pub mod validation;
 
 pub use evaluation::Evaluation;
 pub use params::Params;

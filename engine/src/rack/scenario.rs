@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::hardware::System;
+use super::hardware::{HardwareOverrides, System};
 use super::models::ModelSpec;
 use super::precision::Precision;
 use super::RackError;
@@ -162,6 +162,16 @@ pub struct ScenarioFile {
     pub prefill_gpus: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill_tp: Option<u32>,
+    /// Prefill workers (instances); by default `prefill_gpus` over one worker's GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_workers: Option<u32>,
+    /// A prefill worker's expert-parallel width; by default all its GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_ep: Option<u32>,
+    /// A prefill worker's attention data-parallel groups, each of `prefill_tp` GPUs: a worker
+    /// has `prefill_tp x prefill_dp` GPUs. By default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_dp: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_gpus: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -174,6 +184,9 @@ pub struct ScenarioFile {
     pub recompute: Option<Recompute>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub virtual_pipeline: Option<u32>,
+    /// What-if changes to the system's datasheet (`[hardware]`), echoed by `rack eval`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<HardwareOverrides>,
 }
 
 impl ScenarioFile {
@@ -200,12 +213,28 @@ pub enum Load {
     TargetTokensPerSPerUser(f64),
 }
 
-/// Disaggregated serving: separate prefill and decode pools.
+/// Disaggregated serving: separate prefill and decode pools. The prefill pool is
+/// `prefill_workers` workers of `prefill_tp x prefill_dp` GPUs each (attention TP inside a
+/// group, `prefill_dp` groups, experts over `prefill_ep` of the worker's GPUs); the decode pool
+/// is `decode_gpus` in instances laid out as the scenario's `gpus`/`tp`/`ep`/`dp`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pools {
-    pub prefill_gpus: u32,
+    pub prefill_workers: u32,
     pub prefill_tp: u32,
+    pub prefill_ep: u32,
+    pub prefill_dp: u32,
     pub decode_gpus: u32,
+}
+
+impl Pools {
+    /// GPUs of one prefill worker.
+    pub fn prefill_worker_gpus(&self) -> u32 {
+        self.prefill_tp * self.prefill_dp
+    }
+
+    pub fn prefill_gpus(&self) -> u32 {
+        self.prefill_workers * self.prefill_worker_gpus()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -262,47 +291,102 @@ struct Parallelism {
 
 /// The prefill and decode pools of disaggregated serving, if the file gives them.
 fn resolve_pools(f: &ScenarioFile, model: &ModelSpec) -> Result<Option<Pools>, RackError> {
-    let pools = match (f.prefill_gpus, f.decode_gpus) {
-        (Some(p), Some(d)) => {
-            if f.phase != Phase::Serve {
-                return Err(invalid(
-                    "prefill_gpus",
-                    "prefill and decode pools are for phase = \"serve\"",
-                ));
+    let prefill_given = f.prefill_gpus.is_some() || f.prefill_workers.is_some();
+    let d = match (prefill_given, f.decode_gpus) {
+        (false, None) => {
+            for (field, v) in [
+                ("prefill_tp", f.prefill_tp),
+                ("prefill_ep", f.prefill_ep),
+                ("prefill_dp", f.prefill_dp),
+            ] {
+                if v.is_some() {
+                    return Err(invalid(field, "applies to a prefill pool: give prefill_gpus or prefill_workers and decode_gpus"));
+                }
             }
-            Some(Pools {
-                prefill_gpus: positive("prefill_gpus", p)?,
-                prefill_tp: positive("prefill_tp", f.prefill_tp.unwrap_or(p.min(8)))?,
-                decode_gpus: positive("decode_gpus", d)?,
-            })
+            return Ok(None);
         }
-        (None, None) => None,
-        (Some(_), None) => {
+        (true, Some(d)) => positive("decode_gpus", d)?,
+        (true, None) => {
             return Err(invalid(
                 "decode_gpus",
                 "disaggregated serving needs both pools",
             ))
         }
-        (None, Some(_)) => {
+        (false, Some(_)) => {
             return Err(invalid(
                 "prefill_gpus",
                 "disaggregated serving needs both pools",
             ))
         }
     };
-    if let Some(p) = pools {
-        if p.prefill_gpus % p.prefill_tp != 0 {
-            return Err(invalid("prefill_tp", "must divide prefill_gpus"));
-        }
-        if !model.heads().is_multiple_of(p.prefill_tp) {
-            return Err(invalid(
-                "prefill_tp",
-                format!("must divide the {} attention heads", model.heads()),
-            ));
-        }
+    if f.phase != Phase::Serve {
+        return Err(invalid(
+            "prefill_gpus",
+            "prefill and decode pools are for phase = \"serve\"",
+        ));
     }
-
-    Ok(pools)
+    let dp = positive("prefill_dp", f.prefill_dp.unwrap_or(1))?;
+    let tp = positive(
+        "prefill_tp",
+        f.prefill_tp
+            .unwrap_or_else(|| f.prefill_gpus.unwrap_or(8).min(8) / dp.min(8)),
+    )?;
+    let worker = tp * dp;
+    let workers = match (f.prefill_workers, f.prefill_gpus) {
+        (Some(w), None) => positive("prefill_workers", w)?,
+        (w, Some(g)) => {
+            let g = positive("prefill_gpus", g)?;
+            if g % worker != 0 {
+                return Err(invalid(
+                    "prefill_tp",
+                    format!("a prefill worker of prefill_tp x prefill_dp = {worker} GPUs must divide prefill_gpus = {g}"),
+                ));
+            }
+            if let Some(w) = w {
+                if positive("prefill_workers", w)? * worker != g {
+                    return Err(invalid(
+                        "prefill_workers",
+                        format!("{w} workers of {worker} GPUs are not prefill_gpus = {g}"),
+                    ));
+                }
+            }
+            g / worker
+        }
+        (None, None) => unreachable!("prefill_given"),
+    };
+    if !model.heads().is_multiple_of(tp) {
+        return Err(invalid(
+            "prefill_tp",
+            format!(
+                "attention TP {tp} must divide the {} attention heads (split a worker into prefill_dp groups instead)",
+                model.heads()
+            ),
+        ));
+    }
+    let moe = model.moe.is_some();
+    let ep = positive(
+        "prefill_ep",
+        f.prefill_ep.unwrap_or(if moe { worker } else { 1 }),
+    )?;
+    if !moe && ep > 1 {
+        return Err(invalid(
+            "prefill_ep",
+            format!("{} has no experts: prefill_ep must be 1", model.name),
+        ));
+    }
+    if ep > worker || worker % ep != 0 {
+        return Err(invalid(
+            "prefill_ep",
+            format!("prefill_ep = {ep} must divide a worker's {worker} GPUs"),
+        ));
+    }
+    Ok(Some(Pools {
+        prefill_workers: workers,
+        prefill_tp: tp,
+        prefill_ep: ep,
+        prefill_dp: dp,
+        decode_gpus: d,
+    }))
 }
 
 /// GPUs per instance and the TP/EP/DP/PP split, defaults filled in, every constraint checked.
@@ -413,10 +497,15 @@ fn check_split(
             ),
         ));
     }
-    if !model.layers.is_multiple_of(pp) {
+    // Uneven stages are allowed (DeepSeek-V3 trains 61 layers on 16 stages): the largest stage
+    // sets the pace, see `Scenario::stage_layers`.
+    if pp > model.layers {
         return Err(invalid(
             "pp",
-            format!("pp must divide the {} layers", model.layers),
+            format!(
+                "pp = {pp} is more stages than the {} layers of {}",
+                model.layers, model.name
+            ),
         ));
     }
     Ok(())
@@ -529,24 +618,63 @@ fn resolve_training(f: &ScenarioFile) -> Result<Training, RackError> {
     Ok(training)
 }
 
-/// The weights of one GPU fit its HBM.
+/// What one GPU must hold fits its HBM: the weights everywhere; for a prefill worker, also
+/// the KV of one packed forward; for training, weights, gradients, the distributed optimizer's
+/// share and the activations in flight (`Scenario::training_bytes_per_gpu`).
 fn check_fits(s: &Scenario) -> Result<(), RackError> {
-    let need = s.weight_bytes_per_gpu();
     let have = s.system.gpu.hbm_gb * 1e9;
+    let gb = |x: f64| x / 1e9;
+    let need = s.weight_bytes_per_gpu();
     if need > have {
         return Err(invalid(
             "gpus",
             format!(
                 "{} does not fit: {:.0} GB of weights per GPU, {} has {:.0} GB of HBM",
                 s.model.name,
-                need / 1e9,
+                gb(need),
                 s.system.gpu.name,
                 s.system.gpu.hbm_gb
             ),
         ));
     }
+    if let Some(worker) = s.prefill_worker() {
+        let weights = worker.weight_bytes_per_gpu();
+        let kv = worker.kv_bytes_per_sequence(PACKED_PREFILL_TOKENS as f64);
+        if weights + kv > have {
+            return Err(invalid(
+                "prefill_gpus",
+                format!(
+                    "a prefill worker of {} GPUs cannot hold {}: {:.0} GB of weights and {:.1} GB of KV for one packed forward per GPU, {} has {:.0} GB of HBM",
+                    worker.gpus,
+                    s.model.name,
+                    gb(weights),
+                    gb(kv),
+                    s.system.gpu.name,
+                    s.system.gpu.hbm_gb
+                ),
+            ));
+        }
+    }
+    if s.phase == Phase::Train {
+        let (state, activations) = s.training_bytes_per_gpu();
+        if state + activations > have {
+            return Err(invalid(
+                "gpus",
+                format!(
+                    "training does not fit: {:.0} GB of weights, gradients and optimizer state and {:.0} GB of activations per GPU, {} has {:.0} GB of HBM",
+                    gb(state),
+                    gb(activations),
+                    s.system.gpu.name,
+                    s.system.gpu.hbm_gb
+                ),
+            ));
+        }
+    }
     Ok(())
 }
+
+/// Tokens one prefill forward packs (TensorRT-LLM's default `max_num_tokens`).
+pub const PACKED_PREFILL_TOKENS: u32 = 8192;
 
 /// Ten million tokens per sequence: ten times the longest published context windows.
 const MAX_TOKENS: u32 = 10_000_000;
@@ -577,7 +705,10 @@ impl Scenario {
     }
 
     pub fn resolve(f: ScenarioFile) -> Result<Scenario, RackError> {
-        let system = System::by_id(&f.system)?;
+        let mut system = System::by_id(&f.system)?;
+        if let Some(h) = &f.hardware {
+            h.apply(&mut system)?;
+        }
         let model = ModelSpec::by_id(&f.model)?;
         let optimizations = f
             .optimizations
@@ -623,6 +754,46 @@ impl Scenario {
         Ok(s)
     }
 
+    /// One prefill worker of a disaggregated deployment: `prefill_dp` attention groups of
+    /// `prefill_tp` GPUs, the experts over `prefill_ep` of them, no pipeline, no speculation.
+    pub fn prefill_worker(&self) -> Option<Scenario> {
+        let pools = self.pools?;
+        let mut p = self.clone();
+        p.gpus = pools.prefill_worker_gpus();
+        p.tp = pools.prefill_tp;
+        p.ep = pools.prefill_ep;
+        p.dp = pools.prefill_dp;
+        p.pp = 1;
+        p.optimizations = Optimization::EVERY
+            .iter()
+            .filter(|&&o| o != Optimization::AttentionDp && self.optimizations.has(o))
+            .fold(Optimizations::none(), |set, &o| set.with(o));
+        p.speculative = None;
+        p.pools = None;
+        Some(p)
+    }
+
+    /// Training memory of one GPU, bytes: (weights, gradients and optimizer state; activations).
+    /// Mixed precision keeps BF16 weights and gradients (2 + 2 bytes per parameter) and FP32
+    /// master weights and Adam moments (12 bytes) sharded over the data-parallel group (the
+    /// distributed optimizer). Activations per layer and micro-batch: 34 x seq x hidden / tp
+    /// bytes with selective recomputation, 2 x seq x hidden (the layer input) with full
+    /// (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+    /// Models"); the first pipeline stage holds `pp` micro-batches in flight (1F1B).
+    pub fn training_bytes_per_gpu(&self) -> (f64, f64) {
+        let params = self.weight_bytes_per_gpu() / self.weights.weight_bytes();
+        let state = params * (2.0 + 2.0 + 12.0 / self.dp as f64);
+        let (seq, hidden) = (self.training.seq_len as f64, self.model.hidden as f64);
+        let per_layer = match self.training.recompute {
+            Recompute::Selective => 34.0 * seq * hidden / self.tp as f64,
+            Recompute::Full => 2.0 * seq * hidden,
+        };
+        let micro_batches = (self.training.global_batch_tokens / seq / self.dp as f64).max(1.0);
+        let in_flight = (self.pp as f64).min(micro_batches);
+        let layers = self.model.layers.div_ceil(self.pp) as f64;
+        (state, per_layer * layers * in_flight)
+    }
+
     /// Attention runs data-parallel (each GPU its own sequences, whole attention weights).
     pub fn attention_tp(&self) -> u32 {
         if self.optimizations.has(Optimization::AttentionDp) {
@@ -638,10 +809,21 @@ impl Scenario {
         self.weights.min(Precision::Fp8)
     }
 
+    /// The largest pipeline stage, (dense layers, MoE layers): `ceil(layers / pp)` layers, of
+    /// which MoE in the model's proportion, rounded up (MoE layers are the costlier kind). With
+    /// `pp = 1` it is the whole model.
+    pub fn stage_layers(&self) -> (u32, u32) {
+        let m = &self.model;
+        let layers = m.layers.div_ceil(self.pp);
+        let moe = (layers as u64 * m.moe_layers() as u64).div_ceil(m.layers as u64) as u32;
+        let moe = moe.min(m.moe_layers()).min(layers);
+        (layers - moe, moe)
+    }
+
     /// Weight bytes one GPU holds.
     pub fn weight_bytes_per_gpu(&self) -> f64 {
         let m = &self.model;
-        let layer_share = 1.0 / self.pp as f64;
+        let layer_share = self.model.layers.div_ceil(self.pp) as f64 / m.layers as f64;
         let experts = m.moe.as_ref().map_or(0.0, |moe| {
             let per_rank = (moe.routed as f64 / self.ep as f64).ceil();
             let moe_tp = (self.gpus / self.pp / self.ep).max(1) as f64;
@@ -664,7 +846,7 @@ impl Scenario {
                 self.attention_tp().min(kv_heads) as f64
             }
         };
-        tokens * m.layers as f64 / self.pp as f64 * m.kv_elems_per_token_layer() / split
+        tokens * m.layers.div_ceil(self.pp) as f64 * m.kv_elems_per_token_layer() / split
             * self.kv_cache.kv_bytes()
     }
 
@@ -679,7 +861,9 @@ impl Scenario {
             super::models::Attention::Mla { .. } => self.attention_tp() as f64,
             super::models::Attention::Gqa { .. } => 1.0,
         };
-        (free / per_seq / group).max(0.0)
+        // A pipeline keeps `pp` micro-batches in flight, one per stage, and every stage holds
+        // the KV of all of them for its layers.
+        (free / per_seq / group / self.pp as f64).max(0.0)
     }
 }
 
@@ -751,6 +935,98 @@ mod tests {
             ),
             "gpus"
         );
+    }
+
+    /// Prefill pools as workers x TP x DP with their own EP: three TP 4 workers beside one
+    /// decode group, or one 12-GPU worker of attention DP that no single TP could split.
+    #[test]
+    fn prefill_pools_are_workers_of_tp_dp_and_ep() {
+        let serve = "system = \"gb200-nvl72\"\nmodel = \"deepseek-r1\"\nphase = \"serve\"\n\
+                     weights = \"fp4\"\ndecode_gpus = 32\nep = 32\nconcurrency = 512\n";
+        let three = resolve(&format!("{serve}prefill_gpus = 12\nprefill_tp = 4\n"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let p = three.pools.unwrap_or_else(|| panic!("pools"));
+        assert_eq!(
+            (p.prefill_workers, p.prefill_tp, p.prefill_dp, p.prefill_ep),
+            (3, 4, 1, 4)
+        );
+        let dep = resolve(&format!(
+            "{serve}prefill_workers = 1\nprefill_tp = 1\nprefill_dp = 12\nprefill_ep = 12\n"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let p = dep.pools.unwrap_or_else(|| panic!("pools"));
+        assert_eq!((p.prefill_gpus(), p.prefill_worker_gpus()), (12, 12));
+        let worker = dep.prefill_worker().unwrap_or_else(|| panic!("worker"));
+        assert_eq!(
+            (worker.gpus, worker.tp, worker.ep, worker.dp),
+            (12, 1, 12, 12)
+        );
+        assert_eq!(worker.attention_tp(), 1);
+        let field = |toml: String| match resolve(&toml) {
+            Err(RackError::Invalid { field, .. }) => field,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        assert_eq!(
+            field(format!(
+                "{serve}prefill_gpus = 12\nprefill_workers = 2\nprefill_tp = 4\n"
+            )),
+            "prefill_workers"
+        );
+        assert_eq!(
+            field(format!(
+                "{serve}prefill_gpus = 8\nprefill_tp = 4\nprefill_ep = 3\n"
+            )),
+            "prefill_ep"
+        );
+        assert_eq!(field(format!("{R1}prefill_tp = 4\n")), "prefill_tp");
+    }
+
+    /// `[hardware]` overrides any datasheet field and is checked like every other number.
+    #[test]
+    fn hardware_what_ifs_override_the_catalogue() {
+        let s = resolve(&format!(
+            "{R1}[hardware]\nhbm_gb = 288\nfp4_tflops = 15000\nnvlink_domain = 144\n"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.system.gpu.hbm_gb, 288.0);
+        assert_eq!(s.system.gpu.fp4_tflops, Some(15000.0));
+        assert_eq!(s.system.nvlink_domain, 144);
+        assert_eq!(
+            s.system.gpu.fp8_tflops, 5000.0,
+            "fields left out keep the catalogue's"
+        );
+        let echo = s.file.hardware.map(|h| h.echo()).unwrap_or_default();
+        assert_eq!(echo.len(), 3);
+        assert_eq!(echo["hbm_gb"], 288.0);
+        for bad in [
+            "hbm_gb = -1",
+            "sms = 0",
+            "nvlink_gb_s = inf",
+            "hbm_tb_s = 1e9",
+        ] {
+            let err = resolve(&format!("{R1}[hardware]\n{bad}\n"));
+            assert!(
+                matches!(err, Err(RackError::Invalid { field, .. }) if field.starts_with("hardware.")),
+                "{bad}: {err:?}"
+            );
+        }
+    }
+
+    /// Uneven pipelines: 61 layers on 16 stages run at the pace of the 4-layer stage, and more
+    /// stages than layers are refused.
+    #[test]
+    fn pipelines_may_be_uneven() {
+        let train = "system = \"hgx-h800\"\nmodel = \"deepseek-v3\"\nphase = \"train\"\n\
+                     weights = \"fp8\"\ntp = 1\nep = 64\n";
+        let s =
+            resolve(&format!("{train}gpus = 2048\npp = 16\n")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.stage_layers(), (0, 4));
+        let whole = resolve(R1).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(whole.stage_layers(), (3, 58));
+        assert!(matches!(
+            resolve(&format!("{train}gpus = 8192\npp = 128\n")),
+            Err(RackError::Invalid { field: "pp", .. })
+        ));
     }
 
     #[test]

@@ -5,8 +5,9 @@
 use serde::Serialize;
 
 use super::evaluation::{finite, Evaluation};
+use super::mechanisms;
 use super::params::Params;
-use super::scenario::{Load, Optimization, Phase, Scenario};
+use super::scenario::{Load, Optimization, Phase, Scenario, PACKED_PREFILL_TOKENS};
 use super::step::{self, Shape, Step};
 use super::train;
 use super::RackError;
@@ -63,23 +64,6 @@ fn prefill_shape(s: &Scenario) -> Shape {
         tokens: s.input_tokens as f64,
         context: s.input_tokens as f64 / 2.0,
     }
-}
-
-/// The prefill pool's instance: attention TP across `prefill_tp` GPUs, experts spread over them.
-fn prefill_instance(s: &Scenario, tp: u32) -> Scenario {
-    let mut p = s.clone();
-    p.gpus = tp;
-    p.tp = tp;
-    p.ep = if s.model.moe.is_some() { tp } else { 1 };
-    p.dp = 1;
-    p.optimizations = Optimization::EVERY
-        .iter()
-        .filter(|&&o| o != Optimization::AttentionDp && s.optimizations.has(o))
-        .fold(super::scenario::Optimizations::none(), |set, &o| {
-            set.with(o)
-        });
-    p.speculative = None;
-    p
 }
 
 /// Evaluates one scenario.
@@ -143,6 +127,7 @@ fn decode(s: &Scenario, p: &Params) -> Result<Evaluation, RackError> {
     Ok(Evaluation {
         tokens_per_s_per_user: user,
         output_tokens_per_s_per_gpu: out,
+        output_tokens_per_s_per_decode_gpu: out,
         total_tokens_per_s_per_gpu: out * io,
         tokens_per_s_per_gpu: out,
         users_per_rack: out * s.system.gpus as f64 / user,
@@ -160,6 +145,7 @@ fn base(s: &Scenario, step: &Step, batch: f64) -> Evaluation {
         phase: s.phase,
         tokens_per_s_per_user: 0.0,
         output_tokens_per_s_per_gpu: 0.0,
+        output_tokens_per_s_per_decode_gpu: 0.0,
         total_tokens_per_s_per_gpu: 0.0,
         tokens_per_s_per_gpu: 0.0,
         users_per_rack: 0.0,
@@ -173,8 +159,11 @@ fn base(s: &Scenario, step: &Step, batch: f64) -> Evaluation {
         kernels_per_step: step.kernels,
         accepted_tokens_per_step: 0.0,
         ttft_ms: 0.0,
+        ttft_ms_p50: 0.0,
+        ttft_ms_p99: 0.0,
         copy_concat_us_per_layer: 0.0,
         estimated: true,
+        hardware_overrides: s.file.hardware.map(|h| h.echo()).unwrap_or_default(),
     }
 }
 
@@ -194,6 +183,8 @@ fn prefill(s: &Scenario, p: &Params) -> Evaluation {
         total_tokens_per_s_per_gpu: input,
         tokens_per_s_per_gpu: input,
         ttft_ms: step.time_us / 1e3,
+        ttft_ms_p50: step.time_us / 1e3,
+        ttft_ms_p99: step.time_us / 1e3,
         copy_concat_us_per_layer: step.copy_concat_us,
         ..base(s, &step, b)
     }
@@ -207,6 +198,8 @@ struct ServePoint {
     /// Requests finishing per second.
     rate: f64,
     ttft_us: f64,
+    /// Median and 99th-percentile time to first token, µs.
+    ttft_quantiles_us: (f64, f64),
     concurrency: f64,
 }
 
@@ -222,36 +215,36 @@ struct Deployment<'a> {
     prefill_share_us: f64,
 }
 
-/// Requests one prefill forward packs (up to 8192 tokens, TensorRT-LLM's default
-/// `max_num_tokens`).
+/// Requests one prefill forward packs (up to `PACKED_PREFILL_TOKENS`).
 fn packed_requests(s: &Scenario) -> f64 {
-    (8192 / s.input_tokens.max(1)).max(1) as f64
+    (PACKED_PREFILL_TOKENS / s.input_tokens.max(1)).max(1) as f64
 }
 
 impl<'a> Deployment<'a> {
     fn new(s: &'a Scenario, p: &'a Params) -> Self {
         match s.pools {
             Some(pools) => {
-                let inst = prefill_instance(s, pools.prefill_tp);
+                let inst = s.prefill_worker().unwrap_or_else(|| s.clone());
                 let one = step::forward_step(&inst, p, prefill_shape(&inst), true);
                 let per_forward = packed_requests(s);
+                // Each attention group of the worker packs its own forward.
                 let packed = step::forward_step(
                     &inst,
                     p,
                     Shape {
-                        batch: per_forward / inst.tp as f64,
+                        batch: per_forward / inst.attention_tp() as f64,
                         ..prefill_shape(&inst)
                     },
                     true,
                 );
-                let instances = (pools.prefill_gpus / pools.prefill_tp) as f64;
+                let groups = (pools.prefill_workers * pools.prefill_dp) as f64;
                 Deployment {
                     s,
                     p,
                     decode_gpus: pools.decode_gpus as f64,
-                    prefill_gpus: pools.prefill_gpus as f64,
+                    prefill_gpus: pools.prefill_gpus() as f64,
                     prefill_us: one.time_us,
-                    prefill_rate: instances * per_forward * 1e6 / packed.time_us,
+                    prefill_rate: groups * per_forward * 1e6 / packed.time_us,
                     prefill_share_us: 0.0,
                 }
             }
@@ -290,18 +283,24 @@ impl<'a> Deployment<'a> {
         let osl = self.s.output_tokens as f64;
         let in_decode = b * self.decode_gpus;
         let per_request_us = osl / accepted * step.time_us;
-        let (rate, ttft_us, tpot_stretch) = if self.s.pools.is_some() {
+        let (rate, ttft_us, ttft_quantiles_us, tpot_stretch) = if self.s.pools.is_some() {
             let rate = in_decode / per_request_us * 1e6;
-            // M/D/1 waiting in front of the prefill pool.
+            // An M/D/1 queue in front of the prefill pool: service D = one request's prefill,
+            // utilization rho; its mean wait is D rho / (2 (1 - rho)).
             let rho = (rate / self.prefill_rate).min(0.999);
-            let wait = self.prefill_us * rho / (2.0 * (1.0 - rho));
-            (rate, self.prefill_us + wait, 1.0)
+            let d = self.prefill_us;
+            let wait = d * rho / (2.0 * (1.0 - rho));
+            let quantile = |q| d + mechanisms::md1_wait_quantile_us(rho, d, q);
+            (rate, d + wait, (quantile(0.5), quantile(0.99)), 1.0)
         } else {
             // Aggregated: prefills interrupt decoding; a fraction f of the GPU time goes to them.
+            // A request's prefill starts at once (no queue is modeled), so every quantile of
+            // the TTFT is the prefill itself.
             let x = in_decode / per_request_us * 1e6;
             let rate = x / (1.0 + x * self.prefill_share_us * 1e-6);
             let f = rate * self.prefill_share_us * 1e-6;
-            (rate, self.prefill_us, 1.0 / (1.0 - f))
+            let d = self.prefill_us;
+            (rate, d, (d, d), 1.0 / (1.0 - f))
         };
         let mut step = step;
         if tpot_stretch != 1.0 {
@@ -314,6 +313,7 @@ impl<'a> Deployment<'a> {
             accepted,
             rate,
             ttft_us,
+            ttft_quantiles_us,
             concurrency: in_decode + rate * ttft_us * 1e-6,
         }
     }
@@ -336,6 +336,7 @@ impl<'a> Deployment<'a> {
         Evaluation {
             tokens_per_s_per_user: user,
             output_tokens_per_s_per_gpu: out,
+            output_tokens_per_s_per_decode_gpu: pt.rate * s.output_tokens as f64 / self.decode_gpus,
             total_tokens_per_s_per_gpu: total,
             tokens_per_s_per_gpu: total,
             users_per_rack: out * s.system.gpus as f64 / user,
@@ -343,6 +344,8 @@ impl<'a> Deployment<'a> {
             gpus: gpus as u32,
             accepted_tokens_per_step: pt.accepted,
             ttft_ms: (pt.ttft_us + queued / pt.rate * 1e6) / 1e3,
+            ttft_ms_p50: (pt.ttft_quantiles_us.0 + queued / pt.rate * 1e6) / 1e3,
+            ttft_ms_p99: (pt.ttft_quantiles_us.1 + queued / pt.rate * 1e6) / 1e3,
             ..base(s, &pt.step, pt.b)
         }
     }
@@ -457,6 +460,7 @@ fn eval_reachable(s: &Scenario, p: &Params) -> Result<Evaluation, RackError> {
             let mut e = eval(&one, p)?;
             e.users_per_rack = 0.0;
             e.output_tokens_per_s_per_gpu = 0.0;
+            e.output_tokens_per_s_per_decode_gpu = 0.0;
             e.total_tokens_per_s_per_gpu = 0.0;
             Ok(e)
         }

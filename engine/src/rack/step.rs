@@ -28,6 +28,9 @@ struct AttentionStep {
     sms: u32,
     split_k: bool,
     kv_b: f64,
+    /// The busiest attention group's sequences over the mean (decode under attention DP):
+    /// `Tally::attention_imbalance`.
+    imbalance: f64,
 }
 
 /// MLA's widths as the step counts them: query heads in all and on this GPU (`h`), the query
@@ -116,6 +119,8 @@ struct Tally<'a> {
     compute_us: f64,
     memory_us: f64,
     comm_us: f64,
+    /// Kernel time below the floor (`Params::kernel_floor_us`), µs.
+    floor_us: f64,
     kernels: f64,
     flops: f64,
     bytes: f64,
@@ -130,6 +135,7 @@ impl<'a> Tally<'a> {
             compute_us: 0.0,
             memory_us: 0.0,
             comm_us: 0.0,
+            floor_us: 0.0,
             kernels: 0.0,
             flops: 0.0,
             bytes: 0.0,
@@ -148,13 +154,18 @@ impl<'a> Tally<'a> {
         self.s.system.gpu.hbm_bytes_s() * eff
     }
 
+    /// One kernel: its roofline time, filed under compute or memory by which side bound it,
+    /// and, for a kernel shorter than the floor, the rest of the floor (filed with the launch
+    /// cost: it is fixed per kernel, not work).
     fn kernel(&mut self, r: Roofline, flops: f64, bytes: f64) -> f64 {
-        let t = r.time_us();
+        let roof = r.time_us();
+        let t = roof.max(self.p.kernel_floor_us);
         if r.compute_bound() {
-            self.compute_us += t;
+            self.compute_us += roof;
         } else {
-            self.memory_us += t;
+            self.memory_us += roof;
         }
+        self.floor_us += t - roof;
         self.kernels += 1.0;
         self.flops += flops;
         self.bytes += bytes;
@@ -224,6 +235,21 @@ impl<'a> Tally<'a> {
         }
     }
 
+    /// Decode under attention DP: each attention group serves its own sequences and the step
+    /// waits for the group with the most. Requests come and go at random, so a group's count
+    /// is Poisson about the mean `seqs` and the busiest of `groups` holds
+    /// `mechanisms::busiest_rank_load(seqs, groups)`, never more than all of them. Returned as
+    /// a factor on the mean; 1 with one group.
+    fn attention_imbalance(&self, seqs: f64) -> f64 {
+        let s = self.s;
+        let groups = s.gpus / s.pp / s.attention_tp();
+        if groups <= 1 || seqs <= 0.0 {
+            return 1.0;
+        }
+        let busiest = mechanisms::busiest_rank_load(seqs, groups).min(seqs * groups as f64);
+        busiest / seqs
+    }
+
     fn attention(&mut self, shape: Shape, prefill: bool, weights: Precision) {
         let s = self.s;
         let tp = s.attention_tp();
@@ -247,6 +273,11 @@ impl<'a> Tally<'a> {
             sms: s.system.gpu.sms,
             split_k: s.optimizations.has(O::SplitKAttention),
             kv_b: s.kv_cache.kv_bytes(),
+            imbalance: if prefill {
+                1.0
+            } else {
+                self.attention_imbalance(seqs)
+            },
         };
         match s.model.attention {
             Attention::Mla {
@@ -368,23 +399,63 @@ impl<'a> Tally<'a> {
         // Absorbed: q_nope through W_UK into the latent space, then attention over
         // the latent cache that every head shares, then W_UV back out.
         self.gemm(tokens, n, kv * heads, tpf, weights);
-        let flops = tokens * h * shape.context * 2.0 * (kv + r + kv);
-        let bytes = seqs * shape.context * (kv + r) * kv_b;
-        let mut ctas = seqs * (h / MLA_HEADS_PER_CTA).ceil();
-        if split_k {
-            ctas *= (shape.context / SPLIT_K_POSITIONS).ceil().max(1.0);
-        }
-        let roof = Roofline::new(
-            flops,
-            self.flops_s(attn_precision),
-            bytes,
-            self.bytes_s(self.p.bw_eff * mechanisms::occupancy(ctas, sms)),
+        let flops = tokens * h * shape.context * 2.0 * (kv + r + kv) * a.imbalance;
+        let bytes = seqs * shape.context * (kv + r) * kv_b * a.imbalance;
+        let ctas = seqs * a.imbalance * (h / MLA_HEADS_PER_CTA).ceil();
+        let partials = tokens * h * kv * 4.0 * 2.0;
+        self.decode_attention(
+            1e6 * flops / self.flops_s(attn_precision),
+            (flops, bytes),
+            ctas,
+            shape.context,
+            split_k.then_some(partials),
+            sms,
         );
-        self.kernel(roof, flops, bytes);
-        if split_k {
-            self.stream(tokens * h * kv * 4.0 * 2.0, self.p.bw_eff);
-        }
         self.gemm(tokens, kv, heads * v, tpf, weights);
+    }
+
+    /// Decode attention over the KV cache in `ctas` blocks, `compute_us` of tensor work and a
+    /// memory time set by the bandwidth its blocks can draw (`mechanisms::occupancy`). With split-K allowed (`partials`: the bytes of the partial
+    /// results the combine kernel reads and writes), the context is cut into chunks of
+    /// `SPLIT_K_POSITIONS`, one block each, and a combine kernel merges them; like
+    /// flash-decoding's heuristic, the step splits only when that is faster, counting the
+    /// combine kernel's own launch gap. Small batches at long context split; large ones do not.
+    fn decode_attention(
+        &mut self,
+        compute_us: f64,
+        (flops, bytes): (f64, f64),
+        ctas: f64,
+        context: f64,
+        partials: Option<f64>,
+        sms: u32,
+    ) {
+        let on = |ctas: f64| Roofline {
+            compute_us,
+            memory_us: 1e6 * bytes / self.bytes_s(self.p.bw_eff * mechanisms::occupancy(ctas, sms)),
+        };
+        let plain = on(ctas);
+        let Some(partials) = partials else {
+            self.kernel(plain, flops, bytes);
+            return;
+        };
+        let splits = (context / SPLIT_K_POSITIONS).ceil().max(1.0);
+        let split = on(ctas * splits);
+        let combine_us = 1e6 * partials / self.bytes_s(self.p.bw_eff) + self.gap_us();
+        if splits > 1.0 && split.time_us() + combine_us < plain.time_us() {
+            self.kernel(split, flops, bytes);
+            self.stream(partials, self.p.bw_eff);
+        } else {
+            self.kernel(plain, flops, bytes);
+        }
+    }
+
+    /// The GPU's idle time between two dependent kernels under this scenario's launch mode.
+    fn gap_us(&self) -> f64 {
+        if self.s.optimizations.has(O::Pdl) {
+            self.p.pdl_gap_us
+        } else {
+            self.p.kernel_gap_us
+        }
     }
 
     /// Grouped-query attention: one QKV weight, K/V heads split over TP as far as they go.
@@ -403,6 +474,7 @@ impl<'a> Tally<'a> {
             sms,
             split_k,
             kv_b,
+            ..
         } = a;
         let hd = head_dim as f64;
         let h = heads as f64 / tpf;
@@ -422,21 +494,27 @@ impl<'a> Tally<'a> {
         } else {
             seqs * shape.context * 2.0 * kvh * hd * kv_b
         };
-        let mut ctas = seqs * kvh;
+        let ctas = seqs * kvh;
         if prefill {
-            ctas *= (shape.tokens / PREFILL_TOKENS_PER_CTA).ceil();
-        } else if split_k {
-            ctas *= (shape.context / SPLIT_K_POSITIONS).ceil().max(1.0);
-        }
-        let roof = Roofline::new(
-            flops,
-            self.flops_s(attn_precision),
-            bytes,
-            self.bytes_s(self.p.bw_eff * mechanisms::occupancy(ctas, sms)),
-        );
-        self.kernel(roof, flops, bytes);
-        if split_k && !prefill {
-            self.stream(tokens * h * hd * 4.0 * 2.0, self.p.bw_eff);
+            let ctas = ctas * (shape.tokens / PREFILL_TOKENS_PER_CTA).ceil();
+            let roof = Roofline::new(
+                flops,
+                self.flops_s(attn_precision),
+                bytes,
+                self.bytes_s(self.p.bw_eff * mechanisms::occupancy(ctas, sms)),
+            );
+            self.kernel(roof, flops, bytes);
+        } else {
+            let (flops, bytes) = (flops * a.imbalance, bytes * a.imbalance);
+            let partials = tokens * h * hd * 4.0 * 2.0;
+            self.decode_attention(
+                1e6 * flops / self.flops_s(attn_precision),
+                (flops, bytes),
+                ctas * a.imbalance,
+                shape.context,
+                split_k.then_some(partials),
+                sms,
+            );
         }
         self.gemm(tokens, heads as f64 * hd, d, tpf, weights);
     }
@@ -506,7 +584,11 @@ impl<'a> Tally<'a> {
         }
         grouped(self, 1.0);
 
-        if tp == 1 && ep > 1 {
+        // After attention every rank of a TP group holds the group's tokens, so experts inside
+        // the group need no exchange (their partial sums ride the next all-reduce). Experts
+        // beyond it do: each rank dispatches its 1/tp share of the group's tokens to the `ep`
+        // ranks and gets the results back (attention DP is the case tp = 1).
+        if ep > tp {
             self.expert_alltoall(own * moe.top_k as f64, act_b);
         }
         // Weighted sum of the top-k expert outputs.
@@ -594,11 +676,32 @@ impl<'a> Tally<'a> {
         );
     }
 
+    /// `handoffs` point-to-point sends of the activations between pipeline stages: each GPU
+    /// passes its rows of the hidden state (BF16) to the next stage's GPU, over NVLink when the
+    /// whole instance sits in one NVLink domain, else over the network
+    /// (`mechanisms::p2p_us`).
+    fn pipeline_handoffs(&mut self, shape: Shape, handoffs: f64) {
+        let s = self.s;
+        let bytes = shape.batch * shape.tokens * s.model.hidden as f64 * 2.0;
+        let (bytes_s, latency) = if s.gpus <= s.system.nvlink_domain {
+            (self.nvlink_bytes_s(), Protocol::Simple.nvlink_latency_us())
+        } else {
+            (
+                self.network_bytes_s(),
+                Protocol::Simple.network_latency_us(),
+            )
+        };
+        let one = mechanisms::p2p_us(bytes, bytes_s, latency, self.p.collective_base_us);
+        self.comm_us += one * handoffs;
+        self.kernels += handoffs;
+    }
+
     /// Adds `times` copies of another tally's kernels.
     fn absorb(&mut self, other: &Tally, times: f64) {
         self.compute_us += other.compute_us * times;
         self.memory_us += other.memory_us * times;
         self.comm_us += other.comm_us * times;
+        self.floor_us += other.floor_us * times;
         self.kernels += other.kernels * times;
         self.flops += other.flops * times;
         self.bytes += other.bytes * times;
@@ -606,23 +709,19 @@ impl<'a> Tally<'a> {
     }
 
     fn busy_us(&self) -> f64 {
-        self.compute_us + self.memory_us + self.comm_us
+        self.compute_us + self.memory_us + self.comm_us + self.floor_us
     }
 
     fn finish(self) -> Step {
         let s = self.s;
-        let gap = if s.optimizations.has(O::Pdl) {
-            self.p.pdl_gap_us
-        } else {
-            self.p.kernel_gap_us
-        };
+        let gap = self.gap_us();
         let cpu = (!s.optimizations.has(O::CudaGraphs)).then_some(self.p.cpu_launch_us);
         let launch = mechanisms::launch_us(self.kernels, gap, cpu, self.busy_us());
         let breakdown = Breakdown {
             compute_us: self.compute_us,
             memory_us: self.memory_us,
             communication_us: self.comm_us,
-            launch_us: launch,
+            launch_us: launch + self.floor_us,
             overlap_us: 0.0,
         };
         Step {
@@ -636,22 +735,26 @@ impl<'a> Tally<'a> {
     }
 }
 
-/// One forward of the target model on one GPU (a pipeline stage's share of the layers).
+/// One forward of the target model as its tokens see it: through every pipeline stage in turn
+/// (the largest stage's layers, `Scenario::stage_layers`, once per stage), the hand-offs
+/// between stages, and the head. While one micro-batch crosses the pipeline each GPU works on
+/// `pp` of them, so the FLOPs and bytes counted are one GPU's over that time.
 fn forward(s: &Scenario, p: &Params, shape: Shape, prefill: bool) -> Step {
     let mut t = Tally::new(s, p);
-    let layers = s.model.layers / s.pp;
-    let moe_layers = s.model.moe_layers() / s.pp;
+    let (dense, moe_layers) = s.stage_layers();
+    let stages = s.pp as f64;
     // Layers of one kind are identical: cost one of each and count it as many times.
-    for (moe, count) in [(false, layers - moe_layers), (true, moe_layers)] {
+    for (moe, count) in [(false, dense), (true, moe_layers)] {
         if count > 0 {
             let mut one = Tally::new(s, p);
             one.layer(shape, prefill, moe, false);
-            t.absorb(&one, count as f64);
+            t.absorb(&one, count as f64 * stages);
         }
     }
-    if !prefill || s.pp == 1 {
-        t.head(shape);
+    if s.pp > 1 {
+        t.pipeline_handoffs(shape, stages - 1.0);
     }
+    t.head(shape);
     t.finish()
 }
 
@@ -886,6 +989,92 @@ mod tests {
         let b = time(&scenario(&format!("{base}comm_sms = 20\n")));
         assert!((b / a - 132.0 / 112.0).abs() < 1e-9, "{}", b / a);
     }
+
+    /// A pipeline hands one sequence's token from stage to stage: one user on PP8 (TP1) is no
+    /// faster than on TP8 and pays seven hand-offs; the FLOPs of its step are the whole model's.
+    #[test]
+    fn a_pipeline_does_not_speed_up_one_user() {
+        let base = "system = \"dgx-b200\"\nmodel = \"deepseek-r1\"\nphase = \"decode\"\n\
+                    weights = \"fp4\"\ngpus = 8\nep = 1\nbatch_per_gpu = 0.125\n\
+                    optimizations = [\"cuda_graphs\"]\n";
+        let p = Params::fitted();
+        let tp8 = decode(&scenario(&format!("{base}tp = 8\n")), &p, 0.125);
+        let pp8 = decode(&scenario(&format!("{base}tp = 1\npp = 8\n")), &p, 0.125);
+        assert!(
+            pp8.time_us > tp8.time_us,
+            "PP8 {} vs TP8 {}",
+            pp8.time_us,
+            tp8.time_us
+        );
+        let (dense, moe) = scenario(&format!("{base}tp = 1\npp = 8\n")).stage_layers();
+        assert_eq!(dense + moe, 8, "61 layers on 8 stages: 8 in the largest");
+        assert!(pp8.breakdown.communication_us > 0.0, "the hand-offs");
+    }
+
+    /// Split-K is chosen per batch and context: it helps one sequence at long context and is
+    /// left off at a large batch; switched on it never makes a step slower.
+    #[test]
+    fn split_k_is_used_only_where_it_helps() {
+        let base = "system = \"gb200-nvl72\"\nmodel = \"deepseek-r1\"\nphase = \"decode\"\n\
+                    weights = \"fp4\"\ngpus = 72\nep = 72\nbatch_per_gpu = 1\n";
+        let p = Params::fitted();
+        let off = scenario(&format!("{base}optimizations = [\"attention_dp\"]\n"));
+        let on = scenario(&format!(
+            "{base}optimizations = [\"attention_dp\", \"split_k_attention\"]\n"
+        ));
+        let at = |s: &Scenario, batch: f64, context: f64| decode_step(s, &p, batch, context).0;
+        let (a, b) = (at(&off, 1.0, 32768.0), at(&on, 1.0, 32768.0));
+        assert!(
+            b.time_us < a.time_us,
+            "one sequence at 32K: {} vs {}",
+            b.time_us,
+            a.time_us
+        );
+        assert!(b.kernels > a.kernels, "the combine kernel");
+        let (c, d) = (at(&off, 256.0, 1024.0), at(&on, 256.0, 1024.0));
+        assert_eq!(
+            c.time_us, d.time_us,
+            "256 sequences fill the GPU without splitting"
+        );
+        assert_eq!(c.kernels, d.kernels);
+    }
+
+    /// Experts beyond the attention TP group need an AllToAll: attention TP 4 with EP 8 on 8
+    /// GPUs exchanges tokens; EP 4 inside the TP group does not.
+    #[test]
+    fn experts_beyond_the_tp_group_are_reached_by_an_alltoall() {
+        let base = "system = \"dgx-b200\"\nmodel = \"deepseek-r1\"\nphase = \"decode\"\n\
+                    weights = \"fp4\"\ngpus = 8\ntp = 4\nbatch_per_gpu = 8\n\
+                    optimizations = [\"cuda_graphs\"]\n";
+        let p = Params::fitted();
+        let inside = decode(&scenario(&format!("{base}ep = 4\n")), &p, 8.0);
+        let beyond = decode(&scenario(&format!("{base}ep = 8\n")), &p, 8.0);
+        let moe_layers = 58.0;
+        // Dispatch and combine, plus the unfused count exchange and its kernel, per MoE layer.
+        assert_eq!(beyond.kernels - inside.kernels, 4.0 * moe_layers);
+        assert!(beyond.breakdown.communication_us > inside.breakdown.communication_us);
+    }
+
+    /// Under attention DP the busiest of 72 groups sets the attention time: at 13 sequences per
+    /// GPU it holds 13 + sqrt(2 ln 72 x 13) = 23.5 of them, so the attention kernel reads 1.8x
+    /// the mean KV cache; one group (TP attention) has no imbalance.
+    #[test]
+    fn attention_dp_waits_for_the_busiest_group() {
+        let s = scenario(R1_NVL72_DP);
+        let t = Tally::new(&s, &Params::PRIOR);
+        let expect = (13.0 + (2.0 * 72f64.ln() * 13.0).sqrt()) / 13.0;
+        assert!((t.attention_imbalance(13.0) - expect).abs() < 1e-12);
+        assert!((expect - 1.81).abs() < 0.01, "{expect}");
+        let tp = scenario(&R1_NVL72_DP.replace("\"attention_dp\"", "\"cuda_graphs\""));
+        assert_eq!(
+            Tally::new(&tp, &Params::PRIOR).attention_imbalance(13.0),
+            (13.0 + (2.0 * 9f64.ln() * 13.0).sqrt()) / 13.0
+        );
+    }
+
+    const R1_NVL72_DP: &str = "system = \"gb200-nvl72\"\nmodel = \"deepseek-r1\"\n\
+        phase = \"decode\"\nweights = \"fp4\"\ngpus = 72\nep = 72\nbatch_per_gpu = 13\n\
+        optimizations = [\"attention_dp\"]\n";
 
     #[test]
     fn speculation_trades_verification_cost_for_accepted_tokens() {

@@ -2,6 +2,8 @@
 //! plus the pipeline bubble and the data-parallel gradient exchange.
 
 use super::evaluation::Evaluation;
+use super::hardware::Protocol;
+use super::mechanisms;
 use super::params::Params;
 use super::precision::Precision;
 use super::scenario::{Optimization, Recompute, Scenario};
@@ -25,7 +27,7 @@ pub fn train(s: &Scenario, p: &Params) -> Evaluation {
     let mut mb = Breakdown {
         compute_us: fwd.compute_us * passes,
         memory_us: fwd.memory_us * passes,
-        communication_us: fwd.communication_us * (passes - 1.0),
+        communication_us: fwd.communication_us * (passes - 1.0) + stage_handoffs_us(s, p),
         launch_us: fwd.launch_us * passes,
         overlap_us: 0.0,
     };
@@ -53,6 +55,7 @@ pub fn train(s: &Scenario, p: &Params) -> Evaluation {
         phase: s.phase,
         tokens_per_s_per_user: 0.0,
         output_tokens_per_s_per_gpu: 0.0,
+        output_tokens_per_s_per_decode_gpu: 0.0,
         total_tokens_per_s_per_gpu: tokens,
         tokens_per_s_per_gpu: tokens,
         users_per_rack: 0.0,
@@ -66,8 +69,11 @@ pub fn train(s: &Scenario, p: &Params) -> Evaluation {
         kernels_per_step: kernels * passes * slots,
         accepted_tokens_per_step: 0.0,
         ttft_ms: 0.0,
+        ttft_ms_p50: 0.0,
+        ttft_ms_p99: 0.0,
         copy_concat_us_per_layer: 0.0,
         estimated: true,
+        hardware_overrides: s.file.hardware.map(|h| h.echo()).unwrap_or_default(),
     }
 }
 
@@ -89,10 +95,12 @@ fn stage_forward(s: &Scenario, p: &Params) -> StageForward {
         tokens: seq,
         context: seq / 2.0,
     };
-    let moe_layers = s.model.moe_layers() as f64 / pp;
-    let dense_layers = s.model.dense_layers() as f64 / pp;
+    // The pipeline runs at the pace of its largest stage; the model's FLOPs are those of the
+    // average stage (uneven stages do no extra work, they only wait).
+    let (dense_layers, moe_layers) = s.stage_layers();
+    let (dense_layers, moe_layers) = (dense_layers as f64, moe_layers as f64);
     let dense = step::layer_forward(s, p, shape, false);
-    let moe = if moe_layers > 0.0 {
+    let moe = if s.model.moe_layers() > 0 {
         step::layer_forward(s, p, shape, true)
     } else {
         dense
@@ -101,14 +109,41 @@ fn stage_forward(s: &Scenario, p: &Params) -> StageForward {
         .breakdown
         .scaled(dense_layers)
         .plus(moe.breakdown.scaled(moe_layers));
-    let fwd_flops = dense.flops * dense_layers + moe.flops * moe_layers;
+    let model_flops = (dense.flops * s.model.dense_layers() as f64
+        + moe.flops * s.model.moe_layers() as f64)
+        / pp;
     let fwd_bytes = dense.hbm_bytes * dense_layers + moe.hbm_bytes * moe_layers;
     StageForward {
         breakdown: fwd,
-        flops: fwd_flops,
+        flops: model_flops,
         bytes: fwd_bytes,
         kernels: dense.kernels * dense_layers + moe.kernels * moe_layers,
     }
+}
+
+/// One micro-batch's pipeline traffic on a stage, µs: its activations sent forward and their
+/// gradients sent back (BF16, each TP rank its share), over NVLink when the instance sits in
+/// one NVLink domain, else over the network. Megatron places pipeline stages outermost, so a
+/// pipeline that spans boxes crosses the network at every stage boundary.
+fn stage_handoffs_us(s: &Scenario, p: &Params) -> f64 {
+    if s.pp <= 1 {
+        return 0.0;
+    }
+    let bytes = s.training.seq_len as f64 * s.model.hidden as f64 * 2.0 / s.tp as f64;
+    let (gb_s, latency) = if s.gpus <= s.system.nvlink_domain {
+        (s.system.nvlink_gb_s, Protocol::Simple.nvlink_latency_us())
+    } else {
+        (
+            s.system.scale_out_gb_s,
+            Protocol::Simple.network_latency_us(),
+        )
+    };
+    2.0 * mechanisms::p2p_us(
+        bytes,
+        gb_s * 1e9 * p.link_eff,
+        latency,
+        p.collective_base_us,
+    )
 }
 
 /// The data-parallel exchange added to a step (and hidden under its compute when overlapped).
