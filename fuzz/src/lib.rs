@@ -342,7 +342,18 @@ fn tiny_weights() -> &'static Weights {
 
 // ---- Seeds: the inputs every driver starts from ----
 
-const SCENARIOS: [&str; 8] = [
+const SCENARIOS: [&str; 14] = [
+    include_str!("../../scenarios/deepseek-h800-decode-ep144.toml"),
+    include_str!("../../scenarios/deepseek-v3-pretraining.toml"),
+    include_str!("../../scenarios/sglang-h100-deepseek-r1-prefill.toml"),
+    include_str!("../../scenarios/vllm-gb200-deepseek-r1-wide-ep.toml"),
+    include_str!("../../scenarios/vllm-h200-deepseek-r1-wide-ep.toml"),
+    // The seeds' rack with a [hardware] what-if, so that mutations reach every override.
+    concat!(
+        include_str!("../../scenarios/seed-nvl72-deepseek-r1-decode.toml"),
+        "\n[hardware]\ngpus = 144\nnvlink_domain = 144\nnvlink_gb_s = 1800\nscale_out_gb_s = 100\n",
+        "sms = 160\nhbm_gb = 288\nhbm_tb_s = 8\nbf16_tflops = 2500\nfp8_tflops = 5000\nfp4_tflops = 15000\n"
+    ),
     include_str!("../../scenarios/inferencex-gb200-deepseek-r1-disagg.toml"),
     include_str!("../../scenarios/seed-gpt3-175b-training.toml"),
     include_str!("../../scenarios/seed-llama4-maverick-min-latency.toml"),

@@ -236,15 +236,20 @@ test('without WebGPU the sandbox generates on the CPU fallback and says so', asy
   });
 });
 
-test('the rack page shows the calibration, computed in wasm, every point within its bound', async () => {
+test('the rack page shows the calibration, computed in wasm, every point within its bound, and the validation it was never fitted to', async () => {
   await withPage({ webgpu: false }, async ({ page, problems }) => {
     await page.goto(`${server.base}#/rack`);
     const card = page.getByTestId('rack-calibration');
     await card.waitFor();
     assert.equal(await card.getAttribute('data-all-within'), 'true');
     const rows = await page.getByTestId('rack-residual').count();
-    assert.ok(rows >= 10, `${rows} calibration rows`);
+    assert.ok(rows >= 9, `${rows} calibration rows`);
     assert.match(await card.innerText(), /estimate/);
+    const validation = page.getByTestId('rack-validation');
+    await validation.waitFor();
+    assert.ok(await page.getByTestId('rack-validation-row').count() >= 20);
+    assert.match(await validation.innerText(), /none used in the fit\. The model is off by a median of \d+% and at most \d+%/);
+    assert.match(await validation.getAttribute('data-meets-targets'), /^(true|false)$/);
     await screenshot(page, 'rack-calibration');
     assertConsole(problems);
   });

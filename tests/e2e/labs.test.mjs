@@ -25,7 +25,7 @@ test('the NVL72 lab checks predictions against the rack model and explains', asy
     assert.equal(await page.getByTestId('lab-run-0').isDisabled(), true);
     let r = await predictAndRun(page, 0, 75);
     assert.equal(await r.getAttribute('data-close'), 'true');
-    assert.match(await r.innerText(), /tokens\/s per user \(model: an estimate, off by a median of ±\d+% \(at most ±\d+%\) on \d+ public serving measurements it was not fitted to\)/);
+    assert.match(await r.innerText(), /tokens\/s per user \(model: an estimate, off by a median of ±\d+% \(at most ±\d+%\) on \d+ public measurements of its regime, high concurrency \(4 or more sequences per GPU\), it was not fitted to\)/);
     assert.match(await page.getByTestId('lab-explain-0').innerText(), /Measured: 77/);
     // A far-off prediction is told how far off it is.
     r = await predictAndRun(page, 1, 300);

@@ -8,7 +8,37 @@ let server;
 before(async () => { server = await serveDist(); });
 after(async () => { await server.close(); });
 
-const number = async (page, id) => Number((await page.getByTestId(id).locator('.stat-value').innerText()).replace(/[^\d.]/g, ''));
+const number = async (page, id) => Number((await page.getByTestId(id).locator('.stat-number').innerText()).replace(/[^\d.]/g, ''));
+
+test('every rack figure carries its out-of-sample error band; the Pareto chart draws the validation points with their errors', async () => {
+  await withPage({ webgpu: false }, async ({ page, problems }) => {
+    await page.goto(`${server.base}#/rack?v=1&preset=nvl72-serve`);
+    await page.getByTestId('rack-summary').waitFor();
+    const band = await page.getByTestId('rack-error-band').innerText();
+    assert.match(band, /model estimate/);
+    assert.match(band, /off by a median of ±\d+% \(at most ±\d+%\) on the \d+ public measurements in this regime, high concurrency/);
+    const bands = await page.getByTestId('rack-summary').locator('.stat-band').allInnerTexts();
+    assert.equal(bands.length, 6);
+    for (const b of bands) assert.match(b, /^\s*±\d+%$/);
+    const pareto = page.getByTestId('rack-pareto');
+    await pareto.locator('svg').waitFor();
+    const points = pareto.getByTestId('pareto-validation-point');
+    assert.equal(await points.count(), 5, 'the five InferenceX GB200 runs');
+    for (const label of await points.locator('.pareto-residual-label').allTextContents()) {
+      assert.match(label, /^[+-]\d+%$/);
+    }
+    assert.match(await points.first().locator('title').textContent(), /measured; not fitted\); the model gives \d+ .*\([+-]\d+%\)/);
+    assert.match(await pareto.locator('.legend').innerText(), /measured, not fitted \(validation\)/);
+    await screenshot(page, 'rack-validation-points');
+    // The seeds' decode rack: its two points are the fitted ones.
+    await page.goto(`${server.base}#/rack?v=1&preset=nvl72-decode`);
+    await page.getByTestId('rack-summary').waitFor();
+    await pareto.locator('svg').waitFor();
+    assert.equal(await pareto.getByTestId('pareto-calibration-point').count(), 2);
+    assert.equal(await pareto.getByTestId('pareto-validation-point').count(), 0);
+    assertConsole(problems);
+  });
+});
 
 test('dragging the load slider moves users per rack; the shared link gives the same numbers', async () => {
   await withPage({ webgpu: false }, async ({ page, problems }) => {
@@ -39,13 +69,13 @@ test('dragging the load slider moves users per rack; the shared link gives the s
     const url = await page.getByTestId('rack-share-url').inputValue();
     assert.match(url, /#\/rack\?v=1&/);
     assert.match(await page.getByTestId('rack-embed-code').inputValue(), /<iframe src=".*#\/embed\/rack-summary\?v=1&.*sandbox="allow-scripts"/);
-    const tps = await page.getByTestId('rack-tps-user').locator('.stat-value').innerText();
+    const tps = await page.getByTestId('rack-tps-user').locator('.stat-number').innerText();
 
     await page.goto('about:blank');
     await page.goto(url);
     await page.getByTestId('rack-summary').waitFor();
     assert.equal(await number(page, 'rack-users'), noPdl);
-    assert.equal(await page.getByTestId('rack-tps-user').locator('.stat-value').innerText(), tps);
+    assert.equal(await page.getByTestId('rack-tps-user').locator('.stat-number').innerText(), tps);
     assert.equal(await page.getByTestId('rack-opt-pdl').isChecked(), false);
     assert.equal(await page.getByTestId('rack-warnings').count(), 0);
 

@@ -3,7 +3,7 @@
 //! the model's calibration against the public figures.
 
 use leptos::prelude::*;
-use moescope_engine::rack::{calibrate, params::BOUNDS, Params};
+use moescope_engine::rack::{calibrate, params::BOUNDS, validation, Params};
 
 use super::rack_explorer::RackExplorer;
 
@@ -104,5 +104,79 @@ pub fn RackPage() -> impl IntoView {
         </p>
         <RackExplorer />
         {body}
+        <Validation />
     }
+}
+
+/// The figures the model was never fitted to, with its error on each, the summary and the band
+/// of each regime: where the error bands on every rack figure come from.
+#[component]
+fn Validation() -> impl IntoView {
+    let (rows, bands) = match validation::fitted() {
+        Ok(v) => v.clone(),
+        Err(e) => {
+            return view! {
+                <p class="error" data-testid="rack-validation-error">{format!("The validation set could not be evaluated: {e}")}</p>
+            }
+            .into_any()
+        }
+    };
+    let errors: Vec<f64> = calibrate::residuals(&Params::fitted())
+        .map(|r| r.iter().map(|r| r.residual).collect())
+        .unwrap_or_default();
+    let summary = validation::summary(&errors, &rows);
+    let table = rows
+        .into_iter()
+        .map(|r| {
+            let class = if r.within_target { "ok" } else { "bad" };
+            view! {
+                <tr data-testid="rack-validation-row" class=class>
+                    <td>{r.name}</td>
+                    <td>{r.metric}</td>
+                    <td class="num">{value(r.measured)}</td>
+                    <td class="num">{value(r.predicted)}</td>
+                    <td class="num">{percent(r.rel_error)}</td>
+                    <td>{r.regime.label()}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let bands = bands
+        .into_iter()
+        .map(|b| {
+            view! {
+                <tr>
+                    <td>{b.regime.label()}</td>
+                    <td class="num">{format!("±{:.0}%", 100.0 * b.median)}</td>
+                    <td class="num">{format!("±{:.0}%", 100.0 * b.max)}</td>
+                    <td class="num">{if b.pooled { format!("{} (all rows)", b.rows) } else { b.rows.to_string() }}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="card" data-testid="rack-validation" data-meets-targets=summary.meets_targets.to_string()>
+            <h2>"Validation: measurements the model was never fitted to"</h2>
+            <p>{format!(
+                "{} public measurements, none used in the fit. The model is off by a median of {:.0}% and at most {:.0}% \
+                 (the goals are {:.0}% and {:.0}%: {}). These errors, by regime, are the bands on every rack figure above.",
+                summary.n_validation,
+                100.0 * summary.validation_median,
+                100.0 * summary.validation_max,
+                100.0 * summary.target_median,
+                100.0 * summary.target_max,
+                if summary.meets_targets { "met" } else { "not met yet" }
+            )}</p>
+            <div class="scroll-x"><table class="experts">
+                <thead><tr><th>"regime"</th><th>"band (median error)"</th><th>"largest error"</th><th>"rows"</th></tr></thead>
+                <tbody>{bands}</tbody>
+            </table></div>
+            <div class="scroll-x"><table class="experts">
+                <thead><tr><th>"figure"</th><th>"measurement"</th><th>"measured"</th><th>"predicted (estimate)"</th><th>"error"</th><th>"regime"</th></tr></thead>
+                <tbody>{table}</tbody>
+            </table></div>
+            <p class="hint">"Sources and the assumptions each scenario makes where its source is silent: docs/RACK_MODEL.md."</p>
+        </section>
+    }
+    .into_any()
 }

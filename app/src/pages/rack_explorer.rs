@@ -122,7 +122,7 @@ fn stat(
 ) -> impl IntoView {
     view! {
         <div class="stat" data-testid=testid>
-            <div class="stat-value">{value}
+            <div class="stat-value"><span class="stat-number">{value}</span>
                 {band.map(|b| view! { <span class="stat-band" title="typical out-of-sample error of the model in this regime">{format!(" ±{:.0}%", 100.0 * b)}</span> })}
             </div>
             <div class="stat-label">{label}</div>

@@ -331,19 +331,35 @@ fn resolve_pools(f: &ScenarioFile, model: &ModelSpec) -> Result<Option<Pools>, R
         f.prefill_tp
             .unwrap_or_else(|| f.prefill_gpus.unwrap_or(8).min(8) / dp.min(8)),
     )?;
-    let worker = tp * dp;
+    let worker = product(&[tp, dp]);
+    if worker > MAX_WAYS as u64 {
+        return Err(invalid(
+            "prefill_dp",
+            format!("a prefill worker of prefill_tp x prefill_dp = {worker} GPUs is more than {MAX_WAYS}"),
+        ));
+    }
+    let worker = worker as u32;
     let workers = match (f.prefill_workers, f.prefill_gpus) {
-        (Some(w), None) => positive("prefill_workers", w)?,
+        (Some(w), None) => {
+            let w = positive("prefill_workers", w)?;
+            if product(&[w, worker]) > MAX_WAYS as u64 {
+                return Err(invalid(
+                    "prefill_workers",
+                    format!("{w} workers of {worker} GPUs are more than {MAX_WAYS} GPUs"),
+                ));
+            }
+            w
+        }
         (w, Some(g)) => {
             let g = positive("prefill_gpus", g)?;
-            if g % worker != 0 {
+            if !g.is_multiple_of(worker) {
                 return Err(invalid(
                     "prefill_tp",
                     format!("a prefill worker of prefill_tp x prefill_dp = {worker} GPUs must divide prefill_gpus = {g}"),
                 ));
             }
             if let Some(w) = w {
-                if positive("prefill_workers", w)? * worker != g {
+                if product(&[positive("prefill_workers", w)?, worker]) != g as u64 {
                     return Err(invalid(
                         "prefill_workers",
                         format!("{w} workers of {worker} GPUs are not prefill_gpus = {g}"),
@@ -374,7 +390,7 @@ fn resolve_pools(f: &ScenarioFile, model: &ModelSpec) -> Result<Option<Pools>, R
             format!("{} has no experts: prefill_ep must be 1", model.name),
         ));
     }
-    if ep > worker || worker % ep != 0 {
+    if ep > worker || !worker.is_multiple_of(ep) {
         return Err(invalid(
             "prefill_ep",
             format!("prefill_ep = {ep} must divide a worker's {worker} GPUs"),
@@ -427,11 +443,17 @@ fn resolve_parallelism(
     let tp = positive("tp", f.tp.unwrap_or(default_tp))?;
     let ep = positive("ep", f.ep.unwrap_or(if moe { gpus / pp } else { 1 }))?;
     check_split(gpus, (tp, ep, pp), model)?;
-    let dp = positive("dp", f.dp.unwrap_or(gpus / (tp * pp)))?;
-    if dp * tp * pp != gpus {
+    let dp = positive(
+        "dp",
+        f.dp.unwrap_or((gpus as u64 / product(&[tp, pp])) as u32),
+    )?;
+    if product(&[dp, tp, pp]) != gpus as u64 {
         return Err(invalid(
             "dp",
-            format!("dp x tp x pp = {} must equal gpus = {gpus}", dp * tp * pp),
+            format!(
+                "dp x tp x pp = {} must equal gpus = {gpus}",
+                product(&[dp, tp, pp])
+            ),
         ));
     }
     Ok(Parallelism {
@@ -482,10 +504,11 @@ fn check_split(
             format!("{} has no experts: ep must be 1", model.name),
         ));
     }
-    if tp * pp > gpus || !gpus.is_multiple_of(tp * pp) {
+    let tp_pp = product(&[tp, pp]);
+    if tp_pp > gpus as u64 || !(gpus as u64).is_multiple_of(tp_pp) {
         return Err(invalid(
             "tp",
-            format!("tp x pp = {} must divide gpus = {gpus}", tp * pp),
+            format!("tp x pp = {tp_pp} must divide gpus = {gpus}"),
         ));
     }
     if !model.heads().is_multiple_of(tp) {
@@ -691,12 +714,27 @@ fn tokens(field: &'static str, v: u32) -> Result<u32, RackError> {
     }
 }
 
+/// A million GPUs: far past any deployment, and small enough that products of the counts are
+/// exact in u64.
+const MAX_WAYS: u32 = 1_000_000;
+
+/// A GPU count or a parallel degree: at least 1, at most `MAX_WAYS`.
 fn positive(field: &'static str, v: u32) -> Result<u32, RackError> {
     if v == 0 {
         Err(invalid(field, "must be at least 1"))
+    } else if v > MAX_WAYS {
+        Err(invalid(
+            field,
+            format!("must be at most {MAX_WAYS}, got {v}"),
+        ))
     } else {
         Ok(v)
     }
+}
+
+/// The product of parallel degrees, exact (each is at most `MAX_WAYS`).
+fn product(ways: &[u32]) -> u64 {
+    ways.iter().map(|&w| w as u64).product()
 }
 
 impl Scenario {

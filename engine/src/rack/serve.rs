@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::evaluation::{finite, Evaluation};
+use super::hardware::Protocol;
 use super::mechanisms;
 use super::params::Params;
 use super::scenario::{Load, Optimization, Phase, Scenario, PACKED_PREFILL_TOKENS};
@@ -213,6 +214,38 @@ struct Deployment<'a> {
     prefill_rate: f64,
     /// Aggregated serving: the deployment's time spent on prefill per request, µs.
     prefill_share_us: f64,
+    /// Disaggregated: moving one request's KV cache from its prefill worker to the decode pool
+    /// (`kv_transfer_us`), µs; 0 when aggregated.
+    kv_transfer_us: f64,
+}
+
+/// One request's KV cache sent from the prefill worker that computed it to a decode instance:
+/// every layer's cache of its `input_tokens`, leaving from the `prefill_tp` GPUs of its attention
+/// group in parallel, over NVLink when both pools fit one NVLink domain, else over the network
+/// (a point-to-point send per GPU, `mechanisms::p2p_us`). It adds to the time to first token.
+fn kv_transfer_us(s: &Scenario, worker: &Scenario, p: &Params) -> f64 {
+    let Some(pools) = s.pools else {
+        return 0.0;
+    };
+    let group = worker.attention_tp() as f64;
+    // The worker's KV per sequence is this GPU's share (MLA's latent is whole on every rank of
+    // a TP group; each rank sends 1/tp of it).
+    let bytes = worker.kv_bytes_per_sequence(s.input_tokens as f64) / group;
+    let inside = pools.prefill_gpus() + pools.decode_gpus <= s.system.nvlink_domain;
+    let (gb_s, latency) = if inside {
+        (s.system.nvlink_gb_s, Protocol::Simple.nvlink_latency_us())
+    } else {
+        (
+            s.system.scale_out_gb_s,
+            Protocol::Simple.network_latency_us(),
+        )
+    };
+    mechanisms::p2p_us(
+        bytes,
+        gb_s * 1e9 * p.link_eff,
+        latency,
+        p.collective_base_us,
+    )
 }
 
 /// Requests one prefill forward packs (up to `PACKED_PREFILL_TOKENS`).
@@ -246,6 +279,7 @@ impl<'a> Deployment<'a> {
                     prefill_us: one.time_us,
                     prefill_rate: groups * per_forward * 1e6 / packed.time_us,
                     prefill_share_us: 0.0,
+                    kv_transfer_us: kv_transfer_us(s, &inst, p),
                 }
             }
             None => {
@@ -273,6 +307,7 @@ impl<'a> Deployment<'a> {
                     prefill_us: one.time_us,
                     prefill_rate: f64::INFINITY,
                     prefill_share_us: packed.time_us / (per_forward * groups),
+                    kv_transfer_us: 0.0,
                 }
             }
         }
@@ -287,11 +322,12 @@ impl<'a> Deployment<'a> {
             let rate = in_decode / per_request_us * 1e6;
             // An M/D/1 queue in front of the prefill pool: service D = one request's prefill,
             // utilization rho; its mean wait is D rho / (2 (1 - rho)).
+            // The KV cache's move to the decode pool follows the prefill.
             let rho = (rate / self.prefill_rate).min(0.999);
-            let d = self.prefill_us;
+            let (d, moved) = (self.prefill_us, self.kv_transfer_us);
             let wait = d * rho / (2.0 * (1.0 - rho));
-            let quantile = |q| d + mechanisms::md1_wait_quantile_us(rho, d, q);
-            (rate, d + wait, (quantile(0.5), quantile(0.99)), 1.0)
+            let quantile = |q| d + moved + mechanisms::md1_wait_quantile_us(rho, d, q);
+            (rate, d + moved + wait, (quantile(0.5), quantile(0.99)), 1.0)
         } else {
             // Aggregated: prefills interrupt decoding; a fraction f of the GPU time goes to them.
             // A request's prefill starts at once (no queue is modeled), so every quantile of
@@ -544,6 +580,26 @@ mod tests {
         let ratio = e.total_tokens_per_s_per_gpu / e.output_tokens_per_s_per_gpu;
         assert!((ratio - 2.0).abs() < 1e-9, "1K in + 1K out: {ratio}");
         assert!(e.ttft_ms > 0.0);
+    }
+
+    /// The KV cache of a 1K prompt (61 layers x 576 FP8 bytes per token, 36 MB) leaves a TP 4
+    /// prefill worker over NVLink inside the NVL72 (a quarter per GPU): about 10 µs, part of the
+    /// TTFT; on 8-GPU boxes the pools sit in different boxes and it crosses the network instead.
+    #[test]
+    fn the_kv_cache_moves_from_prefill_to_decode() {
+        let p = Params::fitted();
+        let s = scenario(&format!("{DISAGG}concurrency = 256\n"));
+        let worker = s.prefill_worker().unwrap_or_else(|| panic!("a worker"));
+        let bytes = 1024.0 * 61.0 * 576.0 / 4.0;
+        let expect = p.collective_base_us + 3.4 + 1e6 * bytes / (900e9 * p.link_eff);
+        assert!((kv_transfer_us(&s, &worker, &p) - expect).abs() < 1e-9);
+        let b200 =
+            scenario(&format!("{DISAGG}concurrency = 256\n").replace("gb200-nvl72", "dgx-b200"));
+        let worker = b200.prefill_worker().unwrap_or_else(|| panic!("a worker"));
+        let over_ib = kv_transfer_us(&b200, &worker, &p);
+        assert!(over_ib > 10.0 * expect, "{over_ib} µs over the network");
+        let dep = Deployment::new(&s, &p);
+        assert!(dep.at(1.0).ttft_us >= dep.prefill_us + dep.kv_transfer_us);
     }
 
     #[test]
