@@ -335,24 +335,7 @@ pub fn error_band(run: &Run) -> Result<ErrorBand, String> {
 /// The label of a model figure: estimated, and how far off the model has been on measurements
 /// like it that it was not fitted to.
 pub fn band_label(b: &ErrorBand) -> String {
-    let whose = if b.pooled {
-        format!(
-            "all {} public measurements it was not fitted to ({} has too few of its own)",
-            b.rows,
-            b.regime.label()
-        )
-    } else {
-        format!(
-            "{} public measurements of its regime, {}, it was not fitted to",
-            b.rows,
-            b.regime.label()
-        )
-    };
-    format!(
-        "model: an estimate, off by a median of ±{:.0}% (at most ±{:.0}%) on {whose}",
-        100.0 * b.median,
-        100.0 * b.max
-    )
+    format!("model: an estimate, {}", b.describe())
 }
 
 /// The version of the labs' URL state (`#/labs?v=1&lab=ID&view=teacher`).

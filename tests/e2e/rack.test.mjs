@@ -16,7 +16,7 @@ test('every rack figure carries its out-of-sample error band; the Pareto chart d
     await page.getByTestId('rack-summary').waitFor();
     const band = await page.getByTestId('rack-error-band').innerText();
     assert.match(band, /model estimate/);
-    assert.match(band, /off by a median of ±\d+% \(at most ±\d+%\) on the \d+ public measurements in this regime, high concurrency/);
+    assert.match(band, /off by a median of ±\d+% \(at most ±\d+%\) on \d+ public measurements of its regime, high concurrency/);
     const bands = await page.getByTestId('rack-summary').locator('.stat-band').allInnerTexts();
     assert.equal(bands.length, 6);
     for (const b of bands) assert.match(b, /^\s*±\d+%$/);

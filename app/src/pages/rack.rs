@@ -32,6 +32,10 @@ pub fn RackPage() -> impl IntoView {
     let start = now_ms();
     let result = calibrate::residuals(&params);
     let elapsed = now_ms() - start;
+    let errors: Vec<f64> = result
+        .as_ref()
+        .map(|r| r.iter().map(|r| r.residual).collect())
+        .unwrap_or_default();
     let body = match result {
         Err(e) => view! {
             <p class="error" data-testid="rack-error">{format!("The rack model failed: {e}")}</p>
@@ -104,14 +108,17 @@ pub fn RackPage() -> impl IntoView {
         </p>
         <RackExplorer />
         {body}
-        <Validation />
+        <Validation calibration=errors />
     }
 }
 
 /// The figures the model was never fitted to, with its error on each, the summary and the band
 /// of each regime: where the error bands on every rack figure come from.
 #[component]
-fn Validation() -> impl IntoView {
+fn Validation(
+    /// The calibration residuals the page computed, for the summary.
+    calibration: Vec<f64>,
+) -> impl IntoView {
     let (rows, bands) = match validation::fitted() {
         Ok(v) => v.clone(),
         Err(e) => {
@@ -121,10 +128,7 @@ fn Validation() -> impl IntoView {
             .into_any()
         }
     };
-    let errors: Vec<f64> = calibrate::residuals(&Params::fitted())
-        .map(|r| r.iter().map(|r| r.residual).collect())
-        .unwrap_or_default();
-    let summary = validation::summary(&errors, &rows);
+    let summary = validation::summary(&calibration, &rows);
     let table = rows
         .into_iter()
         .map(|r| {

@@ -134,25 +134,10 @@ fn stat(
 /// What the error band says, in words.
 fn band_line(band: &Result<ErrorBand, String>) -> String {
     match band {
-        Ok(b) => {
-            let whose = if b.pooled {
-                format!(
-                    "all {} public measurements it was not fitted to ({} has too few of its own)",
-                    b.rows,
-                    b.regime.label()
-                )
-            } else {
-                format!(
-                    "the {} public measurements in this regime, {}, that it was not fitted to",
-                    b.rows,
-                    b.regime.label()
-                )
-            };
-            format!(
-                "Every figure here is a model estimate. Out of sample it has been off by a median of ±{:.0}% (at most ±{:.0}%) on {whose}: docs/RACK_MODEL.md lists them.",
-                100.0 * b.median, 100.0 * b.max
-            )
-        }
+        Ok(b) => format!(
+            "Every figure here is a model estimate. Out of sample it has been {}: docs/RACK_MODEL.md lists them.",
+            b.describe()
+        ),
         Err(e) => format!(
             "Every figure here is a model estimate; its error band could not be computed: {e}"
         ),

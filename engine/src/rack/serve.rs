@@ -199,8 +199,9 @@ struct ServePoint {
     /// Requests finishing per second.
     rate: f64,
     ttft_us: f64,
-    /// Median and 99th-percentile time to first token, µs.
-    ttft_quantiles_us: (f64, f64),
+    /// The prefill queue's utilization (0 when aggregated: no queue), for the TTFT quantiles,
+    /// which only the chosen point computes (`Deployment::ttft_quantile_us`).
+    rho: f64,
     concurrency: f64,
 }
 
@@ -318,7 +319,7 @@ impl<'a> Deployment<'a> {
         let osl = self.s.output_tokens as f64;
         let in_decode = b * self.decode_gpus;
         let per_request_us = osl / accepted * step.time_us;
-        let (rate, ttft_us, ttft_quantiles_us, tpot_stretch) = if self.s.pools.is_some() {
+        let (rate, ttft_us, rho, tpot_stretch) = if self.s.pools.is_some() {
             let rate = in_decode / per_request_us * 1e6;
             // An M/D/1 queue in front of the prefill pool: service D = one request's prefill,
             // utilization rho; its mean wait is D rho / (2 (1 - rho)).
@@ -326,17 +327,15 @@ impl<'a> Deployment<'a> {
             let rho = (rate / self.prefill_rate).min(0.999);
             let (d, moved) = (self.prefill_us, self.kv_transfer_us);
             let wait = d * rho / (2.0 * (1.0 - rho));
-            let quantile = |q| d + moved + mechanisms::md1_wait_quantile_us(rho, d, q);
-            (rate, d + moved + wait, (quantile(0.5), quantile(0.99)), 1.0)
+            (rate, d + moved + wait, rho, 1.0)
         } else {
             // Aggregated: prefills interrupt decoding; a fraction f of the GPU time goes to them.
-            // A request's prefill starts at once (no queue is modeled), so every quantile of
-            // the TTFT is the prefill itself.
+            // A request's prefill starts at once (no queue is modeled, rho = 0), so every
+            // quantile of the TTFT is the prefill itself.
             let x = in_decode / per_request_us * 1e6;
             let rate = x / (1.0 + x * self.prefill_share_us * 1e-6);
             let f = rate * self.prefill_share_us * 1e-6;
-            let d = self.prefill_us;
-            (rate, d, (d, d), 1.0 / (1.0 - f))
+            (rate, self.prefill_us, 0.0, 1.0 / (1.0 - f))
         };
         let mut step = step;
         if tpot_stretch != 1.0 {
@@ -349,9 +348,16 @@ impl<'a> Deployment<'a> {
             accepted,
             rate,
             ttft_us,
-            ttft_quantiles_us,
+            rho,
             concurrency: in_decode + rate * ttft_us * 1e-6,
         }
+    }
+
+    /// The `q`-quantile of a point's time to first token, µs: the prefill, the KV transfer and
+    /// the M/D/1 wait in front of the prefill pool.
+    fn ttft_quantile_us(&self, pt: &ServePoint, q: f64) -> f64 {
+        let d = self.prefill_us;
+        d + self.kv_transfer_us + mechanisms::md1_wait_quantile_us(pt.rho, d, q)
     }
 
     /// The decode batch at which the prefill pool saturates (or the KV limit).
@@ -380,8 +386,8 @@ impl<'a> Deployment<'a> {
             gpus: gpus as u32,
             accepted_tokens_per_step: pt.accepted,
             ttft_ms: (pt.ttft_us + queued / pt.rate * 1e6) / 1e3,
-            ttft_ms_p50: (pt.ttft_quantiles_us.0 + queued / pt.rate * 1e6) / 1e3,
-            ttft_ms_p99: (pt.ttft_quantiles_us.1 + queued / pt.rate * 1e6) / 1e3,
+            ttft_ms_p50: (self.ttft_quantile_us(pt, 0.5) + queued / pt.rate * 1e6) / 1e3,
+            ttft_ms_p99: (self.ttft_quantile_us(pt, 0.99) + queued / pt.rate * 1e6) / 1e3,
             ..base(s, &pt.step, pt.b)
         }
     }

@@ -109,6 +109,29 @@ pub struct ErrorBand {
 
 impl ErrorBand {
     pub const MIN_ROWS: usize = 3;
+
+    /// The band in words, as every page that shows one says it: "off by a median of ±X% (at most
+    /// ±Y%) on N public measurements ... it was not fitted to".
+    pub fn describe(&self) -> String {
+        let whose = if self.pooled {
+            format!(
+                "all {} public measurements it was not fitted to ({} has too few of its own)",
+                self.rows,
+                self.regime.label()
+            )
+        } else {
+            format!(
+                "{} public measurements of its regime, {}, it was not fitted to",
+                self.rows,
+                self.regime.label()
+            )
+        };
+        format!(
+            "off by a median of ±{:.0}% (at most ±{:.0}%) on {whose}",
+            100.0 * self.median,
+            100.0 * self.max
+        )
+    }
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -479,32 +502,31 @@ fn inferencex_edit(r: &'static InferenceXRow) -> impl Fn(&mut ScenarioFile) {
 }
 
 pub(crate) fn inferencex_points() -> Vec<Point> {
-    let mut out = Vec::new();
-    for r in &INFERENCEX_ROWS {
-        out.push(Point {
-            id: r.id,
-            source: INFERENCEX_SOURCE,
-            seed: false,
-            scenario: INFERENCEX,
-            edit: Box::new(inferencex_edit(r)),
-            metric: "total tokens/s per GPU (prefill GPUs included)",
-            read: |e| e.total_tokens_per_s_per_gpu,
-            gain_over: None,
-            measured: r.tok_s_gpu,
-        });
-        out.push(Point {
-            id: r.id,
-            source: INFERENCEX_SOURCE,
-            seed: false,
-            scenario: INFERENCEX,
-            edit: Box::new(inferencex_edit(r)),
-            metric: "tokens/s per user (1000 / TPOT)",
-            read: user,
-            gain_over: None,
-            measured: r.tok_s_user,
-        });
-    }
-    out
+    let point = |r: &'static InferenceXRow, metric, read, measured| Point {
+        id: r.id,
+        source: INFERENCEX_SOURCE,
+        seed: false,
+        scenario: INFERENCEX,
+        edit: Box::new(inferencex_edit(r)),
+        metric,
+        read,
+        gain_over: None,
+        measured,
+    };
+    INFERENCEX_ROWS
+        .iter()
+        .flat_map(|r| {
+            [
+                point(
+                    r,
+                    "total tokens/s per GPU (prefill GPUs included)",
+                    |e| e.total_tokens_per_s_per_gpu,
+                    r.tok_s_gpu,
+                ),
+                point(r, "tokens/s per user (1000 / TPOT)", user, r.tok_s_user),
+            ]
+        })
+        .collect()
 }
 
 const TRTLLM_MAVERICK: (&str, &str) = scenario!("trtllm-b200-llama4-maverick-max-throughput.toml");
